@@ -1,0 +1,114 @@
+"""Time and units: the only module that reads the clock or converts between units.
+
+The clock gives epoch *seconds*; everything stored is epoch *milliseconds* (`*_ms`). A tick
+reads the clock once (`now_ms`) and derives the rest from that one value:
+
+    minute        = epoch_s // 60          (the schedule's unit, "minute of the epoch")
+    minute_ms     = minute * 60_000        (a minute as a stored instant)
+    hour_start_ms = ms - ms % 3_600_000    (the rollup bucket)
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+
+MS_PER_S = 1_000
+S_PER_MINUTE = 60
+MS_PER_MINUTE = 60_000
+MS_PER_HOUR = 3_600_000
+MS_PER_DAY = 86_400_000
+MINUTES_PER_DAY = 1_440
+
+
+def now_ms() -> int:
+    """Read the wall clock once, as integer epoch milliseconds."""
+    return int(time.time() * MS_PER_S)
+
+
+def minute_of_ms(ms: int) -> int:
+    """The minute of the epoch that contains instant `ms`."""
+    return ms // MS_PER_MINUTE
+
+
+def minute_of_s(epoch_s: float) -> int:
+    """The minute of the epoch for epoch seconds (the card's `epoch_seconds // 60`)."""
+    return int(epoch_s // S_PER_MINUTE)
+
+
+def minute_start_ms(minute: int) -> int:
+    """The first millisecond of minute `minute`."""
+    return minute * MS_PER_MINUTE
+
+
+def hour_start_ms(ms: int) -> int:
+    """The first millisecond of the UTC hour that contains `ms` (the rollup bucket)."""
+    return ms - ms % MS_PER_HOUR
+
+
+def s_to_ms(seconds: float) -> int:
+    return round(seconds * MS_PER_S)
+
+
+def ms_to_s(ms: int) -> float:
+    return ms / MS_PER_S
+
+
+def elapsed_ms(start_perf_s: float, end_perf_s: float) -> int:
+    """Whole milliseconds between two `time.perf_counter()` readings."""
+    return max(0, round((end_perf_s - start_perf_s) * MS_PER_S))
+
+
+def minutes_to_s(minutes: int) -> int:
+    return minutes * S_PER_MINUTE
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*$")
+_UNIT_S = {"ms": 0.001, "s": 1, "m": 60, "h": 3_600, "d": 86_400, None: 1}
+
+
+def parse_duration_s(text: str) -> float:
+    """Parse '30s', '5m', '1h', '1d', '250ms' or plain seconds ('90') into seconds.
+
+    Raises ValueError with a readable message for anything else, including zero.
+    """
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"not a duration: {text!r} (use e.g. 30s, 5m, 1h, 1d or seconds)")
+    value = float(match.group(1)) * _UNIT_S[match.group(2)]
+    if value <= 0:
+        raise ValueError(f"duration must be positive: {text!r}")
+    return value
+
+
+def format_duration_s(seconds: float) -> str:
+    """A short human form of a duration: 90 -> '1m30s', 3600 -> '1h'."""
+    total = int(round(seconds))
+    if total < 60:
+        return f"{total}s"
+    parts = []
+    for unit, size in (("d", 86_400), ("h", 3_600), ("m", 60), ("s", 1)):
+        if total >= size:
+            parts.append(f"{total // size}{unit}")
+            total %= size
+    return "".join(parts[:2])
+
+
+def parse_iso_ms(text: str) -> int:
+    """Parse an ISO-8601 instant into epoch ms. A value without an offset is taken as UTC.
+
+    Raises ValueError with a readable message.
+    """
+    try:
+        parsed = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"not an ISO-8601 time: {text!r} (e.g. 2026-12-01T02:00Z)") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return round(parsed.timestamp() * MS_PER_S)
+
+
+def iso_from_ms(ms: int) -> str:
+    """Epoch ms as an ISO-8601 UTC string, to the second: '2026-11-30T04:05:00Z'."""
+    return datetime.fromtimestamp(ms / MS_PER_S, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,81 @@
+"""The schedule, as pure functions. No clock, no I/O.
+
+A monitor is due in minute ``m`` (minute of the epoch) when
+
+    m % n == phase,   n = max(interval_sec, plan floor) // 60,
+    phase = 0 for aligned monitors, else id % n.
+
+Aligned monitors fire on wall-clock boundaries (every hour at :00, daily at 00:00 UTC);
+spread monitors of one interval created together land on different minutes. The plan floor
+is the owner's plan's `min_interval_sec`, or the default plan's once the owner's plan has
+expired. store.SELECT_DUE is the same rule in SQL; a test holds the two together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from monitor_tick.clock import MINUTES_PER_DAY, S_PER_MINUTE
+
+# Housekeeping (auto-pause, rollup retention) runs once a day in this minute of the UTC day:
+# 03:17, away from the :00 boundaries where aligned monitors pile up.
+HOUSEKEEPING_MINUTE_OF_DAY = 3 * 60 + 17
+
+
+def plan_floor_sec(
+    plan_min_interval_sec: int | None,
+    plan_expires_at_ms: int | None,
+    default_min_interval_sec: int,
+    now_ms: int,
+) -> int:
+    """The floor in force at `now_ms`: the owner's plan's, or the default plan's when the
+    owner has no plan (or none at all) or the plan expired at or before `now_ms`."""
+    if plan_min_interval_sec is None:
+        return default_min_interval_sec
+    if plan_expires_at_ms is not None and plan_expires_at_ms <= now_ms:
+        return default_min_interval_sec
+    return plan_min_interval_sec
+
+
+def effective_interval_min(interval_sec: int, floor_sec: int) -> int:
+    """The period in whole minutes: the stored interval, raised to the plan floor."""
+    return max(interval_sec, floor_sec) // S_PER_MINUTE
+
+
+def phase(monitor_id: int, period_min: int, aligned: bool) -> int:
+    """The minute offset within the period at which the monitor fires."""
+    return 0 if aligned else monitor_id % period_min
+
+
+def is_due(minute: int, monitor_id: int, period_min: int, aligned: bool) -> bool:
+    """True when a monitor with this period (minutes) fires in `minute`."""
+    return minute % period_min == phase(monitor_id, period_min, aligned)
+
+
+def in_window(now_ms: int, starts_at_ms: int, ends_at_ms: int) -> bool:
+    """Maintenance windows are half-open: [starts_at_ms, ends_at_ms)."""
+    return starts_at_ms <= now_ms < ends_at_ms
+
+
+def is_housekeeping_minute(minute: int) -> bool:
+    return minute % MINUTES_PER_DAY == HOUSEKEEPING_MINUTE_OF_DAY
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How evenly a set of monitors fills the minutes of a day (bench and tests)."""
+
+    busiest: int
+    mean: float
+
+
+def load_shape(
+    monitors: list[tuple[int, int, bool]], start_minute: int, minutes: int = MINUTES_PER_DAY
+) -> Spread:
+    """Due counts per minute for (id, period_min, aligned) monitors over `minutes` minutes."""
+    counts = [0] * minutes
+    for monitor_id, period_min, aligned in monitors:
+        first = (phase(monitor_id, period_min, aligned) - start_minute) % period_min
+        for offset in range(first, minutes, period_min):
+            counts[offset] += 1
+    return Spread(busiest=max(counts), mean=sum(counts) / minutes)

@@ -1,0 +1,128 @@
+-- monitor-tick schema, version 1 (PRAGMA user_version = 1).
+--
+-- The single source of DDL. It ships inside the package (monitor_tick/schema.sql is a copy
+-- checked by a test) and is applied when a database is first used.
+--
+-- Tables are STRICT: text where a number belongs is refused on write.
+--
+-- Rules that shape it:
+--   * Every instant is an INTEGER of epoch milliseconds in a column named *_ms.
+--   * The clock is the cursor: nothing here says when a monitor runs next. A monitor is due in
+--     minute m when m % n = phase, n = max(interval_sec, plan floor) / 60 (see schedule.py).
+--   * Only results are written per check: one rollup upsert, plus an incident row change on
+--     an up/down transition.
+
+CREATE TABLE plans (
+    id               INTEGER PRIMARY KEY,
+    name             TEXT    NOT NULL UNIQUE,
+    -- the shortest interval a monitor of this plan's owners is checked at (whole minutes)
+    min_interval_sec INTEGER NOT NULL CHECK (min_interval_sec >= 60 AND min_interval_sec % 60 = 0)
+) STRICT;
+-- Plan 1 is the default plan: monitors without an owner, and owners whose plan has expired,
+-- are checked at its floor.
+INSERT INTO plans (id, name, min_interval_sec) VALUES (1, 'default', 60);
+
+CREATE TABLE owners (
+    id                 INTEGER PRIMARY KEY,
+    name               TEXT    NOT NULL UNIQUE,
+    plan_id            INTEGER NOT NULL DEFAULT 1 REFERENCES plans (id),
+    -- NULL: the plan never expires. From this instant on, the default plan's floor applies.
+    plan_expires_at_ms INTEGER
+) STRICT;
+
+CREATE TABLE monitors (
+    id            INTEGER PRIMARY KEY,
+    owner_id      INTEGER REFERENCES owners (id) ON DELETE SET NULL,
+    name          TEXT    NOT NULL UNIQUE,
+    -- probe kind: the scheme family of url ('http' covers http:// and https://)
+    kind          TEXT    NOT NULL DEFAULT 'http',
+    url           TEXT    NOT NULL,
+    -- whole minutes only; the effective interval is max(interval_sec, the owner's plan floor)
+    interval_sec  INTEGER NOT NULL CHECK (interval_sec >= 60 AND interval_sec % 60 = 0),
+    -- 1: fire on wall-clock boundaries (phase 0); 0: phase = id % n spreads monitors
+    aligned       INTEGER NOT NULL DEFAULT 0 CHECK (aligned IN (0, 1)),
+    method        TEXT    NOT NULL DEFAULT 'GET' CHECK (method IN ('GET', 'HEAD')),
+    -- accepted statuses: comma-separated codes and ranges, e.g. '200-399' or '200,204,301-302'
+    expect_status TEXT    NOT NULL DEFAULT '200-399',
+    -- the body (first 1 MiB) must contain this text; NULL: no keyword check
+    keyword       TEXT,
+    -- one hard deadline per attempt covering connect, headers and body
+    timeout_s     REAL    NOT NULL DEFAULT 10 CHECK (timeout_s > 0 AND timeout_s <= 60),
+    -- extra attempts within the same tick before a failure counts as down (0 disables)
+    retries       INTEGER NOT NULL DEFAULT 1 CHECK (retries BETWEEN 0 AND 3),
+    enabled       INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
+    -- set by housekeeping after a long continuous outage; cleared by `resume`
+    auto_paused   INTEGER NOT NULL DEFAULT 0 CHECK (auto_paused IN (0, 1)),
+    created_at_ms INTEGER NOT NULL
+) STRICT;
+-- Due selection reads candidates through this index: for each distinct interval n (walked as a
+-- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match
+-- store.SELECT_DUE to the letter, or SQLite silently falls back to a scan.
+CREATE INDEX monitors_due ON monitors (
+    interval_sec,
+    (CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END)
+) WHERE enabled = 1 AND auto_paused = 0;
+-- Monitors whose owner's plan floor is above their own interval are found through their owner.
+CREATE INDEX monitors_owner ON monitors (owner_id, interval_sec);
+
+-- A window covers one monitor (monitor_id) or every monitor of one owner (owner_id).
+CREATE TABLE maintenance_windows (
+    id           INTEGER PRIMARY KEY,
+    monitor_id   INTEGER REFERENCES monitors (id) ON DELETE CASCADE,
+    owner_id     INTEGER REFERENCES owners (id) ON DELETE CASCADE,
+    starts_at_ms INTEGER NOT NULL,
+    ends_at_ms   INTEGER NOT NULL,
+    CHECK (ends_at_ms > starts_at_ms),
+    CHECK ((monitor_id IS NULL) <> (owner_id IS NULL))
+) STRICT;
+CREATE INDEX maintenance_by_monitor ON maintenance_windows (monitor_id, ends_at_ms);
+CREATE INDEX maintenance_by_owner ON maintenance_windows (owner_id, ends_at_ms);
+
+-- One row per monitor per UTC hour. Uptime, averages and reports are derived from these.
+CREATE TABLE rollups (
+    monitor_id     INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    hour_start_ms  INTEGER NOT NULL,
+    checks         INTEGER NOT NULL DEFAULT 0,
+    failures       INTEGER NOT NULL DEFAULT 0,
+    -- latency of the up checks only: average = latency_ms_sum / (checks - failures)
+    latency_ms_sum INTEGER NOT NULL DEFAULT 0,
+    latency_ms_min INTEGER,
+    latency_ms_max INTEGER,
+    -- the newest check counted here; a tick that commits late never flips state behind it
+    last_check_ms  INTEGER NOT NULL,
+    PRIMARY KEY (monitor_id, hour_start_ms)
+) STRICT, WITHOUT ROWID;
+
+-- One row per outage: opened by the first down check, resolved by the next up check.
+CREATE TABLE incidents (
+    id            INTEGER PRIMARY KEY,
+    monitor_id    INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    started_at_ms INTEGER NOT NULL,
+    resolved_at_ms INTEGER,
+    -- why the first failed check failed, e.g. 'timeout', 'status 503' (credentials redacted)
+    cause         TEXT    NOT NULL,
+    http_status   INTEGER
+) STRICT;
+-- At most one open incident per monitor.
+CREATE UNIQUE INDEX incidents_one_open ON incidents (monitor_id) WHERE resolved_at_ms IS NULL;
+CREATE INDEX incidents_by_monitor ON incidents (monitor_id, started_at_ms);
+
+-- The ledger of minutes: one row per claimed minute, never one per monitor. Claiming is an
+-- INSERT that only the first run for a minute wins. finished_at_ms NULL: the run died or is
+-- still running. Reports read this to tell "monitor-tick was not running" from "site down".
+CREATE TABLE ticks (
+    minute         INTEGER PRIMARY KEY,
+    started_at_ms  INTEGER NOT NULL,
+    finished_at_ms INTEGER,
+    -- NULL: probed by its own run; else the minute of the run that caught it up
+    covered_by     INTEGER,
+    -- 1: claimed too late to probe (beyond the catch-up window): nothing was checked
+    missed         INTEGER NOT NULL DEFAULT 0 CHECK (missed IN (0, 1)),
+    due            INTEGER,
+    up             INTEGER,
+    down           INTEGER,
+    -- probes that could not decide (our own limits, not the site's): counted neither way
+    unknown        INTEGER,
+    opened         INTEGER,
+    resolved       INTEGER
+) STRICT;

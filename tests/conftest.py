@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from monitor_tick import store
+from monitor_tick.model import Monitor, kind_of_url
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> str:
+    """A real SQLite file with the schema applied."""
+    path = str(tmp_path / "monitor-tick.db")
+    store.open_db(path).close()
+    return path
+
+
+@pytest.fixture
+def conn(db_path: str) -> Iterator[sqlite3.Connection]:
+    connection = store.open_db(db_path)
+    yield connection
+    connection.close()
+
+
+def add(
+    conn: sqlite3.Connection, url: str, *, every_s: int = 60, name: str | None = None, owner: str | None = None,
+    aligned: bool = False, created_at_ms: int = 0, **settings: object,
+) -> int:
+    """Add a monitor through the same store code the CLI uses."""
+    monitor = Monitor(
+        id=0, name=name or url, kind=kind_of_url(url), url=url, interval_sec=every_s,
+        effective_interval_sec=every_s, aligned=aligned, **settings,  # type: ignore[arg-type]
+    )
+    return store.add_monitor(conn, monitor, owner, created_at_ms)
+
+
+def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:
+    """(checks, failures) summed over all hours."""
+    row = conn.execute(
+        "SELECT coalesce(sum(checks), 0), coalesce(sum(failures), 0) FROM rollups WHERE monitor_id = ?",
+        (monitor_id,),
+    ).fetchone()
+    return int(row[0]), int(row[1])

@@ -1,0 +1,175 @@
+"""The due rule: pure functions, table-driven, and the SQL held to the same rule."""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from monitor_tick import clock, schedule, store
+from tests.conftest import add
+
+DAY_MIN = 1_440
+MINUTE = 29_934_720  # 2026-12-01T00:00Z, a day boundary: DAY_MIN divides it
+assert MINUTE % DAY_MIN == 0
+
+
+@pytest.mark.parametrize(
+    ("minute", "monitor_id", "period_min", "aligned", "due"),
+    [
+        (MINUTE, 7, 1, False, True),  # every minute is due for a 1-minute monitor
+        (MINUTE + 1, 7, 1, True, True),
+        (MINUTE, 7, 5, True, True),  # aligned: on the boundary
+        (MINUTE + 1, 7, 5, True, False),
+        (MINUTE + 2, 7, 5, False, True),  # spread: phase 7 % 5 = 2
+        (MINUTE, 7, 5, False, False),
+        (MINUTE, 3, 60, True, True),  # hourly aligned at :00
+        (MINUTE + 3, 3, 60, False, True),  # hourly spread at :03
+        (MINUTE, 10, DAY_MIN, True, True),  # daily aligned at 00:00 UTC
+        (MINUTE + 10, 10, DAY_MIN, False, True),
+        (MINUTE + 10 + DAY_MIN, 10, DAY_MIN, False, True),
+        (MINUTE + 11, 10, DAY_MIN, False, False),
+    ],
+)
+def test_due_rule(minute: int, monitor_id: int, period_min: int, aligned: bool, due: bool) -> None:
+    assert schedule.is_due(minute, monitor_id, period_min, aligned) is due
+
+
+@pytest.mark.parametrize(
+    ("interval_sec", "floor_sec", "period_min"),
+    [(60, 60, 1), (300, 60, 5), (60, 300, 5), (600, 300, 10), (3600, 3600, 60)],
+)
+def test_effective_interval_is_raised_to_the_plan_floor(interval_sec: int, floor_sec: int, period_min: int) -> None:
+    assert schedule.effective_interval_min(interval_sec, floor_sec) == period_min
+
+
+@pytest.mark.parametrize(
+    ("plan_floor", "expires_at_ms", "now_ms", "floor"),
+    [
+        (600, None, 1_000, 600),  # no expiry
+        (600, 2_000, 1_999, 600),  # before expiry
+        (600, 2_000, 2_000, 60),  # expired at the instant
+        (600, 2_000, 2_001, 60),
+        (None, None, 1_000, 60),  # no plan: default
+    ],
+)
+def test_plan_floor_falls_back_to_the_default_plan_when_expired(
+    plan_floor: int | None, expires_at_ms: int | None, now_ms: int, floor: int
+) -> None:
+    assert schedule.plan_floor_sec(plan_floor, expires_at_ms, 60, now_ms) == floor
+
+
+def test_a_plan_expiry_stored_in_ms_is_not_compared_with_seconds() -> None:
+    # The trap: a tick whose time came from seconds (1.79e9) compared with an expiry in ms
+    # (1.79e12) would treat every plan as never expiring. The tick's time is always ms.
+    expires_at_ms = clock.minute_start_ms(MINUTE)
+    tick_ms = clock.minute_start_ms(MINUTE + 1)
+    assert schedule.plan_floor_sec(600, expires_at_ms, 60, tick_ms) == 60
+    tick_s = tick_ms // 1000
+    assert schedule.plan_floor_sec(600, expires_at_ms, 60, tick_s) == 600  # what the bug would do
+
+
+def test_spread_monitors_created_together_fill_the_interval_evenly() -> None:
+    monitors = [(monitor_id, 5, False) for monitor_id in range(1, 101)]
+    shape = schedule.load_shape(monitors, MINUTE, 5)
+    assert shape.busiest == 20 and shape.mean == 20
+
+
+def test_aligned_monitors_fire_together() -> None:
+    monitors = [(monitor_id, 5, True) for monitor_id in range(1, 101)]
+    assert schedule.load_shape(monitors, MINUTE, 5).busiest == 100
+
+
+@pytest.mark.parametrize(("minute", "yes"), [(MINUTE + schedule.HOUSEKEEPING_MINUTE_OF_DAY, True), (MINUTE, False)])
+def test_housekeeping_runs_in_one_fixed_minute_of_the_day(minute: int, yes: bool) -> None:
+    assert schedule.is_housekeeping_minute(minute) is yes
+
+
+# --- The SQL, held to the pure rule ---------------------------------------------------------
+
+
+def _expected_due(conn: sqlite3.Connection, minute: int) -> set[int]:
+    now_ms = clock.minute_start_ms(minute)
+    default_floor = conn.execute("SELECT min_interval_sec FROM plans WHERE id = 1").fetchone()[0]
+    due = set()
+    rows = conn.execute(
+        "SELECT m.id, m.interval_sec, m.aligned, m.enabled, m.auto_paused, m.owner_id, p.min_interval_sec, "
+        "o.plan_expires_at_ms FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id "
+        "LEFT JOIN plans p ON p.id = o.plan_id"
+    ).fetchall()
+    windows = conn.execute("SELECT monitor_id, owner_id, starts_at_ms, ends_at_ms FROM maintenance_windows").fetchall()
+    for monitor_id, interval_sec, aligned, enabled, auto_paused, owner, plan_floor, expires in rows:
+        if not enabled or auto_paused:
+            continue
+        if any(
+            (w_monitor == monitor_id or (owner is not None and w_owner == owner))
+            and schedule.in_window(now_ms, starts, ends)
+            for w_monitor, w_owner, starts, ends in windows
+        ):
+            continue
+        floor = schedule.plan_floor_sec(plan_floor, expires, default_floor, now_ms)
+        period = schedule.effective_interval_min(interval_sec, floor)
+        if schedule.is_due(minute, monitor_id, period, bool(aligned)):
+            due.add(monitor_id)
+    return due
+
+
+def _random_world(conn: sqlite3.Connection, rng: random.Random, monitors: int) -> None:
+    base_ms = clock.minute_start_ms(MINUTE)
+    store.add_plan(conn, "free", 300)
+    store.add_plan(conn, "slow", 1800)
+    store.add_owner(conn, "alice", "free", None)
+    store.add_owner(conn, "bob", "slow", base_ms + 90 * 60_000)  # plan expires 90 minutes in
+    store.add_owner(conn, "carol", "default", None)
+    intervals = [60, 120, 300, 600, 900, 1800, 3600, 7200, 86400, 420]
+    for n in range(monitors):
+        owner = rng.choice([None, "alice", "bob", "carol"])
+        add(conn, f"http://127.0.0.1/{n}", every_s=rng.choice(intervals), owner=owner, aligned=rng.random() < 0.3)
+    conn.execute("UPDATE monitors SET enabled = 0 WHERE id % 17 = 0")
+    conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id % 19 = 0")
+    store.add_maintenance(conn, monitor_ref="5", owner_name=None, starts_at_ms=base_ms + 30 * 60_000, ends_at_ms=base_ms + 95 * 60_000)
+    store.add_maintenance(conn, monitor_ref=None, owner_name="carol", starts_at_ms=base_ms + 100 * 60_000, ends_at_ms=base_ms + 160 * 60_000)
+
+
+def test_the_due_query_selects_exactly_what_the_rule_says_over_a_day(conn: sqlite3.Connection) -> None:
+    _random_world(conn, random.Random(1), 400)
+    total = 0
+    for minute in range(MINUTE, MINUTE + DAY_MIN):
+        got = {row["id"] for row in store.select_due(conn, minute, clock.minute_start_ms(minute))}
+        assert got == _expected_due(conn, minute), minute
+        total += len(got)
+    assert total > 10_000  # the world is not trivially empty
+
+
+def test_a_downgraded_owner_is_checked_at_the_default_floor_without_rewriting_intervals(conn: sqlite3.Connection) -> None:
+    base_ms = clock.minute_start_ms(MINUTE)
+    store.add_plan(conn, "free", 600)
+    store.add_owner(conn, "dana", "free", base_ms + 60 * 60_000)
+    monitor = add(conn, "http://127.0.0.1/x", every_s=60, owner="dana")
+    before = [m for m in range(MINUTE, MINUTE + 60) if store.select_due(conn, m, clock.minute_start_ms(m))]
+    after = [m for m in range(MINUTE + 60, MINUTE + 120) if store.select_due(conn, m, clock.minute_start_ms(m))]
+    assert len(before) == 6 and all(m % 10 == monitor % 10 for m in before)
+    assert len(after) == 60
+    assert conn.execute("SELECT interval_sec FROM monitors").fetchone()[0] == 60
+
+
+def test_a_maintenance_window_in_ms_hides_the_monitor_only_inside_it(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x", every_s=60)
+    start_ms = clock.minute_start_ms(MINUTE + 10)
+    store.add_maintenance(conn, monitor_ref=str(monitor), owner_name=None, starts_at_ms=start_ms, ends_at_ms=start_ms + 5 * 60_000)
+    due = [m - MINUTE for m in range(MINUTE, MINUTE + 20) if store.select_due(conn, m, clock.minute_start_ms(m))]
+    assert due == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19]
+
+
+def test_the_due_query_reads_candidates_through_indexes(conn: sqlite3.Connection) -> None:
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN " + store.SELECT_DUE, {"minute": MINUTE, "now_ms": clock.minute_start_ms(MINUTE)}
+    ).fetchall()
+    details = [row[3] for row in plan]
+    text = "\n".join(details)
+    assert "SEARCH monitors USING INDEX monitors_due (interval_sec=? AND <expr>=?)" in text, text
+    assert "SEARCH m USING INDEX monitors_owner (owner_id=? AND interval_sec<?)" in text, text
+    # Full scans only of the small things: CTEs, and owners (to find raised floors).
+    scanned = {d.split()[1] for d in details if d.startswith("SCAN ")}
+    assert scanned <= {"intervals", "df", "o", "r", "c", "CONSTANT"}, text

@@ -1,0 +1,186 @@
+"""Opening the database, claiming minutes, writing results."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from monitor_tick import clock, store
+from monitor_tick.model import CheckResult
+from tests.conftest import add, rollup
+
+MINUTE = 29_934_720
+T0_MS = clock.minute_start_ms(MINUTE)
+
+
+def test_a_new_database_gets_the_schema_and_is_private_to_its_owner(tmp_path: Path) -> None:
+    path = tmp_path / "new.db"
+    conn = store.open_db(str(path))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("SELECT name, min_interval_sec FROM plans").fetchall() == [("default", 60)]
+    conn.close()
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+
+
+def test_the_packaged_schema_is_the_top_level_schema() -> None:
+    top = Path(__file__).resolve().parent.parent / "schema.sql"
+    assert store.schema_sql() == top.read_text(encoding="utf-8")
+
+
+def test_a_missing_directory_is_a_clear_error_and_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(store.StoreError, match="directory does not exist"):
+        store.open_db(str(tmp_path / "nope" / "x.db"))
+    assert not (tmp_path / "nope").exists()
+
+
+def test_a_file_that_is_not_sqlite_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "notes.db"
+    path.write_bytes(b"these are my notes, not a database\n" * 10)
+    before = path.read_bytes()
+    with pytest.raises(store.StoreError, match="not a SQLite database"):
+        store.open_db(str(path))
+    assert path.read_bytes() == before
+
+
+def test_a_foreign_sqlite_database_is_refused_unchanged(tmp_path: Path) -> None:
+    path = tmp_path / "other.db"
+    other = sqlite3.connect(path)
+    other.execute("CREATE TABLE recipes (name TEXT)")
+    other.commit()
+    other.close()
+    with pytest.raises(store.StoreError, match="not a monitor-tick one"):
+        store.open_db(str(path))
+    check = sqlite3.connect(path)
+    assert check.execute("SELECT name FROM sqlite_schema").fetchall() == [("recipes",)]
+    check.close()
+
+
+def test_a_newer_schema_version_is_refused(db_path: str) -> None:
+    raw = sqlite3.connect(db_path)
+    raw.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION + 1}")
+    raw.close()
+    with pytest.raises(store.StoreError, match="newer than this monitor-tick"):
+        store.open_db(db_path)
+
+
+def test_the_schema_refuses_intervals_that_are_not_whole_minutes(conn: sqlite3.Connection) -> None:
+    for bad in (0, 30, 90, -60):
+        with pytest.raises(sqlite3.IntegrityError):
+            add(conn, "http://127.0.0.1/x", every_s=bad, name=f"bad{bad}")
+
+
+def test_the_schema_refuses_text_where_a_number_belongs(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE monitors SET interval_sec = 'often' WHERE id = ?", (monitor,))
+
+
+def test_a_minute_is_claimed_once(conn: sqlite3.Connection) -> None:
+    assert store.claim_minute(conn, MINUTE, T0_MS, force=False) is True
+    assert store.claim_minute(conn, MINUTE, T0_MS + 5, force=False) is False
+    assert store.claim_minute(conn, MINUTE + 1, T0_MS + 60_000, force=False) is True
+    assert store.claim_minute(conn, MINUTE, T0_MS + 9, force=True) is True
+    assert conn.execute("SELECT count(*) FROM ticks").fetchone()[0] == 2
+
+
+def _write(conn: sqlite3.Connection, minute: int, results: list[CheckResult]) -> store.WriteSummary:
+    store.claim_minute(conn, minute, clock.minute_start_ms(minute), force=True)
+    at_ms = clock.minute_start_ms(minute)
+    return store.write_results(conn, [minute], at_ms, results, finished_at_ms=at_ms + 100)
+
+
+def test_healthy_checks_write_one_rollup_row_per_hour_and_no_incident(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    for offset, latency in enumerate([30, 10, 20]):
+        _write(conn, MINUTE + offset, [CheckResult(monitor, "up", latency, 200)])
+    rows = conn.execute("SELECT hour_start_ms, checks, failures, latency_ms_sum, latency_ms_min, latency_ms_max FROM rollups").fetchall()
+    assert rows == [(clock.hour_start_ms(T0_MS), 3, 0, 60, 10, 30)]
+    assert conn.execute("SELECT count(*) FROM incidents").fetchone()[0] == 0
+
+
+def test_incidents_open_on_the_first_down_and_resolve_on_the_next_up(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    states = ["up", "down", "down", "down", "up", "up", "down", "up"]
+    for offset, status in enumerate(states):
+        _write(conn, MINUTE + offset, [CheckResult(monitor, status, 5 if status == "up" else None, None, "timeout")])  # type: ignore[arg-type]
+    minute_ms = clock.MS_PER_MINUTE
+    assert store.incidents_for(conn, monitor) == [
+        (T0_MS + 1 * minute_ms, T0_MS + 4 * minute_ms, "timeout"),
+        (T0_MS + 6 * minute_ms, T0_MS + 7 * minute_ms, "timeout"),
+    ]
+    assert rollup(conn, monitor) == (8, 4)
+
+
+def test_the_schema_allows_one_open_incident_per_monitor(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    conn.execute("INSERT INTO incidents (monitor_id, started_at_ms, cause) VALUES (?, 1, 'x')", (monitor,))
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("INSERT INTO incidents (monitor_id, started_at_ms, cause) VALUES (?, 2, 'y')", (monitor,))
+
+
+def test_an_older_tick_committing_late_counts_its_check_but_never_flips_state_back(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    # Tick M+1 (up) commits first; tick M (down) was slower and commits after it.
+    _write(conn, MINUTE + 1, [CheckResult(monitor, "up", 5, 200)])
+    late = _write(conn, MINUTE, [CheckResult(monitor, "down", None, None, "timeout")])
+    assert late.stale == 1 and late.opened == []
+    assert store.incidents_for(conn, monitor) == []
+    assert rollup(conn, monitor) == (2, 1)
+
+
+def test_an_older_down_tick_committing_late_does_not_reopen_a_resolved_outage(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    _write(conn, MINUTE, [CheckResult(monitor, "down", None, None, "timeout")])
+    _write(conn, MINUTE + 2, [CheckResult(monitor, "up", 5, 200)])
+    _write(conn, MINUTE + 1, [CheckResult(monitor, "down", None, None, "timeout")])
+    assert [(s, r) for s, r, _ in store.incidents_for(conn, monitor)] == [(T0_MS, T0_MS + 2 * 60_000)]
+
+
+def test_unknown_results_count_neither_as_checks_nor_as_failures(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    summary = _write(conn, MINUTE, [CheckResult(monitor, "unknown", None, None, "connection pool exhausted")])
+    assert summary.unknown == 1
+    assert rollup(conn, monitor) == (0, 0)
+    assert store.incidents_for(conn, monitor) == []
+
+
+def test_housekeeping_auto_pauses_long_outages_and_drops_old_rollups(conn: sqlite3.Connection) -> None:
+    long_down = add(conn, "http://127.0.0.1/a")
+    short_down = add(conn, "http://127.0.0.1/b")
+    day_ms = clock.MS_PER_DAY
+    _write(conn, MINUTE, [CheckResult(long_down, "down", None, None, "timeout")])
+    now_ms = T0_MS + 8 * day_ms
+    _write(conn, clock.minute_of_ms(now_ms - day_ms), [CheckResult(short_down, "down", None, None, "timeout")])
+    paused, deleted = store.housekeep(conn, now_ms, auto_pause_after_ms=7 * day_ms, retention_ms=2 * day_ms)
+    assert paused == 1 and deleted == 1
+    assert conn.execute("SELECT id FROM monitors WHERE auto_paused = 1").fetchall() == [(long_down,)]
+    assert rollup(conn, short_down) == (1, 1)
+    store.set_paused(conn, str(long_down), False)
+    assert conn.execute("SELECT count(*) FROM monitors WHERE auto_paused = 1").fetchone()[0] == 0
+
+
+def test_a_failed_write_leaves_nothing_half_written(conn: sqlite3.Connection) -> None:
+    healthy = add(conn, "http://127.0.0.1/ok")
+    failing = add(conn, "http://127.0.0.1/down")
+    conn.execute("CREATE TRIGGER boom BEFORE INSERT ON incidents BEGIN SELECT RAISE(ABORT, 'disk gone'); END")
+    store.claim_minute(conn, MINUTE, T0_MS, force=False)
+    results = [CheckResult(healthy, "up", 5, 200), CheckResult(failing, "down", None, None, "timeout")]
+    with pytest.raises(sqlite3.IntegrityError, match="disk gone"):
+        store.write_results(conn, [MINUTE], T0_MS, results, finished_at_ms=T0_MS)
+    assert rollup(conn, healthy) == (0, 0)
+    assert rollup(conn, failing) == (0, 0)
+    assert conn.execute("SELECT finished_at_ms FROM ticks").fetchone() == (None,)
+
+
+def test_a_monitor_removed_during_the_tick_does_not_sink_the_other_results(conn: sqlite3.Connection) -> None:
+    kept = add(conn, "http://127.0.0.1/kept")
+    removed = add(conn, "http://127.0.0.1/removed")
+    store.remove_monitor(conn, str(removed))
+    summary = _write(conn, MINUTE, [CheckResult(removed, "down", None, None, "timeout"), CheckResult(kept, "up", 5, 200)])
+    assert summary.up == 1 and summary.down == 0
+    assert rollup(conn, kept) == (1, 0)
