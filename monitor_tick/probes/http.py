@@ -86,7 +86,9 @@ def cause_of(exc: httpx.HTTPError) -> str:
 
 def _cause_of_chain(exc: BaseException, default: str) -> str:
     seen: BaseException | None = exc
-    while seen is not None:
+    visited: set[int] = set()
+    while seen is not None and id(seen) not in visited:  # chains can loop
+        visited.add(id(seen))
         if isinstance(seen, OSError | ssl.SSLError) and not isinstance(seen, httpx.HTTPError):
             return _cause_of_os_error(seen)
         seen = seen.__cause__ or seen.__context__
