@@ -41,7 +41,9 @@ app.add_typer(maintenance_app, name="maintenance")
 DbOption = Annotated[
     str | None,
     typer.Option(
-        "--db", envvar="MONITOR_TICK_DB", show_envvar=True,
+        "--db",
+        envvar="MONITOR_TICK_DB",
+        show_envvar=True,
         help=f"SQLite database file (created on first use). Default: ./{DEFAULT_DB}",
     ),
 ]
@@ -96,12 +98,17 @@ def tick(
     db: DbOption = None,
     minute: Annotated[
         int | None,
-        typer.Option(help="Run as if the clock read this minute of the epoch (epoch seconds // 60), to replay or debug it. Never catches up."),
+        typer.Option(
+            help="Run as if the clock read this minute of the epoch (epoch seconds // 60), "
+            "to replay or debug it. Never catches up."
+        ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what is due; probe and write nothing.")] = False,
     as_json: JsonOption = False,
     concurrency: Annotated[int, typer.Option(min=1, max=1000, help="Probes in flight at once.")] = DEFAULT_CONCURRENCY,
-    force: Annotated[bool, typer.Option("--force", help="Run even if this minute was already run (replays it).")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Run even if this minute was already run (replays it).")
+    ] = False,
     retry_delay: Annotated[
         str, typer.Option(help="Pause before a failed probe is tried again within the tick (0 for none).")
     ] = f"{DEFAULT_RETRY_DELAY_S:g}s",
@@ -141,18 +148,27 @@ def tick(
 
 def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
     if as_json:
-        emit_json({
-            "minute": minute,
-            "due": [
-                {"id": m.id, "name": m.name, "url": redact_url(m.url), "interval_sec": m.interval_sec,
-                 "effective_interval_sec": m.effective_interval_sec}
-                for m in monitors
-            ],
-        })
+        emit_json(
+            {
+                "minute": minute,
+                "due": [
+                    {
+                        "id": m.id,
+                        "name": m.name,
+                        "url": redact_url(m.url),
+                        "interval_sec": m.interval_sec,
+                        "effective_interval_sec": m.effective_interval_sec,
+                    }
+                    for m in monitors
+                ],
+            }
+        )
         return
     typer.echo(f"minute {minute} ({clock.iso_from_ms(clock.minute_start_ms(minute))}): {len(monitors)} due")
     for m in monitors:
-        typer.echo(f"  {m.id:>5}  {m.name}  every {clock.format_duration_s(m.effective_interval_sec)}  {redact_url(m.url)}")
+        typer.echo(
+            f"  {m.id:>5}  {m.name}  every {clock.format_duration_s(m.effective_interval_sec)}  {redact_url(m.url)}"
+        )
     for monitor_id, cause in invalid:
         typer.echo(f"  {monitor_id:>5}  {cause}")
 
@@ -168,13 +184,21 @@ def add(
     name: Annotated[str | None, typer.Option(help="A unique name. Default: the URL.")] = None,
     every: Annotated[str, typer.Option(help="Interval, whole minutes: 1m, 5m, 1h, 1d or seconds (300).")] = "5m",
     owner: Annotated[str | None, typer.Option(help="Owner name (see `owner add`); their plan's floor applies.")] = None,
-    expect: Annotated[str, typer.Option(help="Accepted statuses: codes and ranges, e.g. 200-299 or 200,204,301-302.")] = "200-399",
+    expect: Annotated[
+        str, typer.Option(help="Accepted statuses: codes and ranges, e.g. 200-299 or 200,204,301-302.")
+    ] = "200-399",
     keyword: Annotated[str | None, typer.Option(help="Text the body (first 1 MiB) must contain.")] = None,
-    timeout: Annotated[str, typer.Option(help="Hard deadline per attempt (connect, headers and body), e.g. 10s.")] = "10s",
+    timeout: Annotated[
+        str, typer.Option(help="Hard deadline per attempt (connect, headers and body), e.g. 10s.")
+    ] = "10s",
     method: Annotated[str, typer.Option(help="GET or HEAD.")] = "GET",
     retries: Annotated[int, typer.Option(help="Extra attempts within a tick before it counts as down (0 to 3).")] = 1,
     aligned: Annotated[
-        bool, typer.Option("--aligned", help="Fire on wall-clock boundaries (hourly at :00, daily at 00:00 UTC) instead of a spread phase.")
+        bool,
+        typer.Option(
+            "--aligned",
+            help="Fire on wall-clock boundaries (hourly at :00, daily at 00:00 UTC) instead of a spread phase.",
+        ),
     ] = False,
     db: DbOption = None,
 ) -> None:
@@ -184,14 +208,21 @@ def add(
         fail(f"--every: interval must be whole minutes (got {every})", 2)
     method = method.upper()
     settings = {
-        "url": url, "interval_sec": int(interval), "method": method, "expect_status": expect,
-        "keyword": keyword, "timeout_s": duration_s(timeout, "--timeout"), "retries": retries,
+        "url": url,
+        "interval_sec": int(interval),
+        "method": method,
+        "expect_status": expect,
+        "keyword": keyword,
+        "timeout_s": duration_s(timeout, "--timeout"),
+        "retries": retries,
     }
     try:
         kind = check_settings(**settings)  # type: ignore[arg-type]
     except InvalidMonitor as exc:
         fail(str(exc), 2)
-    monitor = Monitor(id=0, name=name or url, kind=kind, effective_interval_sec=int(interval), aligned=aligned, **settings)  # type: ignore[arg-type]
+    monitor = Monitor(
+        id=0, name=name or url, kind=kind, effective_interval_sec=int(interval), aligned=aligned, **settings
+    )  # type: ignore[arg-type]
     conn = connect(db_path(ctx, db))
     try:
         new_id = store.add_monitor(conn, monitor, owner, clock.now_ms())
@@ -244,19 +275,25 @@ def monitor_state(row: dict[str, Any]) -> str:
 
 
 @app.command()
-def pause(ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None) -> None:
+def pause(
+    ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
+) -> None:
     """Stop probing a monitor until `resume`."""
     _change(ctx, db, lambda conn: store.set_paused(conn, monitor, True))
 
 
 @app.command()
-def resume(ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None) -> None:
+def resume(
+    ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
+) -> None:
     """Probe a paused or auto-paused monitor again."""
     _change(ctx, db, lambda conn: store.set_paused(conn, monitor, False))
 
 
 @app.command()
-def remove(ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None) -> None:
+def remove(
+    ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
+) -> None:
     """Delete a monitor with its rollups and incidents."""
     _change(ctx, db, lambda conn: store.remove_monitor(conn, monitor))
 
@@ -289,12 +326,17 @@ def report(
     for row in rows:
         checks, failures = row["checks"], row["failures"]
         answered = checks - failures
-        out.append({
-            "id": row["id"], "name": row["name"], "checks": checks, "failures": failures,
-            "uptime_pct": None if not checks else round(100 * (checks - failures) / checks, 3),
-            "avg_latency_ms": round(row["latency_ms_sum"] / answered, 1) if answered else None,
-            "open_incident": bool(row["open_incident"]),
-        })
+        out.append(
+            {
+                "id": row["id"],
+                "name": row["name"],
+                "checks": checks,
+                "failures": failures,
+                "uptime_pct": None if not checks else round(100 * (checks - failures) / checks, 3),
+                "avg_latency_ms": round(row["latency_ms_sum"] / answered, 1) if answered else None,
+                "open_incident": bool(row["open_incident"]),
+            }
+        )
     if as_json:
         emit_json(out)
         return
@@ -331,7 +373,12 @@ def owner_add(
     ctx: typer.Context,
     name: Annotated[str, typer.Argument(help="Owner name.")],
     plan: Annotated[str, typer.Option(help="Plan name (see `plan add`).")] = "default",
-    expires: Annotated[str | None, typer.Option(help="When the plan ends (ISO-8601, UTC unless an offset is given); the default plan applies after.")] = None,
+    expires: Annotated[
+        str | None,
+        typer.Option(
+            help="When the plan ends (ISO-8601, UTC unless an offset is given); the default plan applies after."
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Add an owner. Example: monitor-tick owner add alice --plan pro --expires 2027-01-01"""
@@ -354,9 +401,13 @@ def maintenance_add(
     starts_ms, ends_ms = instant_ms(from_, "--from"), instant_ms(until, "--until")
     if ends_ms <= starts_ms:
         fail("--until must be after --from", 2)
-    _change(ctx, db, lambda conn: store.add_maintenance(
-        conn, monitor_ref=monitor, owner_name=owner, starts_at_ms=starts_ms, ends_at_ms=ends_ms
-    ))
+    _change(
+        ctx,
+        db,
+        lambda conn: store.add_maintenance(
+            conn, monitor_ref=monitor, owner_name=owner, starts_at_ms=starts_ms, ends_at_ms=ends_ms
+        ),
+    )
 
 
 def main() -> None:

@@ -17,7 +17,9 @@ from monitor_tick.probes import PROBES, ProbeContext
 USER_AGENT = "monitor-tick (uptime check; +https://pypi.org/project/monitor-tick/)"
 
 
-def make_client(concurrency: int, transport: httpx.AsyncBaseTransport | None = None, verify: object = True) -> httpx.AsyncClient:
+def make_client(
+    concurrency: int, transport: httpx.AsyncBaseTransport | None = None, verify: object = True
+) -> httpx.AsyncClient:
     """One client shared by the tick. The pool has no connection cap (the semaphore bounds
     concurrency), so no probe ever waits for a pool slot -- that would be our limit, not the
     site's outage."""

@@ -105,8 +105,14 @@ def status_accepted(status: int, ranges: list[tuple[int, int]]) -> bool:
 
 
 def check_settings(
-    *, url: str, interval_sec: int, method: str, expect_status: str, keyword: str | None,
-    timeout_s: float, retries: int,
+    *,
+    url: str,
+    interval_sec: int,
+    method: str,
+    expect_status: str,
+    keyword: str | None,
+    timeout_s: float,
+    retries: int,
 ) -> str:
     """Validate a monitor's settings; returns its probe kind. Raises InvalidMonitor."""
     kind = kind_of_url(url)
@@ -131,16 +137,27 @@ def check_settings(
 def monitor_from_row(row: dict[str, Any]) -> Monitor:
     """A due row as a Monitor. Raises InvalidMonitor naming what is wrong with the row."""
     kind = check_settings(
-        url=row.get("url"), interval_sec=row.get("interval_sec"),  # type: ignore[arg-type]
-        method=row.get("method"), expect_status=row.get("expect_status"),  # type: ignore[arg-type]
-        keyword=row.get("keyword"), timeout_s=row.get("timeout_s"),  # type: ignore[arg-type]
+        url=row.get("url"),
+        interval_sec=row.get("interval_sec"),  # type: ignore[arg-type]
+        method=row.get("method"),
+        expect_status=row.get("expect_status"),  # type: ignore[arg-type]
+        keyword=row.get("keyword"),
+        timeout_s=row.get("timeout_s"),  # type: ignore[arg-type]
         retries=row.get("retries"),  # type: ignore[arg-type]
     )
     if row.get("kind") != kind:
         raise InvalidMonitor(f"kind {row.get('kind')!r} does not match the url's scheme")
     return Monitor(
-        id=int(row["id"]), name=str(row["name"]), kind=kind, url=row["url"],
-        interval_sec=row["interval_sec"], effective_interval_sec=int(row["effective_interval_sec"]),
-        aligned=bool(row["aligned"]), method=row["method"], expect_status=row["expect_status"],
-        keyword=row["keyword"], timeout_s=float(row["timeout_s"]), retries=row["retries"],
+        id=int(row["id"]),
+        name=str(row["name"]),
+        kind=kind,
+        url=row["url"],
+        interval_sec=row["interval_sec"],
+        effective_interval_sec=int(row["effective_interval_sec"]),
+        aligned=bool(row["aligned"]),
+        method=row["method"],
+        expect_status=row["expect_status"],
+        keyword=row["keyword"],
+        timeout_s=float(row["timeout_s"]),
+        retries=row["retries"],
     )

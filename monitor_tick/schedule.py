@@ -69,9 +69,7 @@ class Spread:
     mean: float
 
 
-def load_shape(
-    monitors: list[tuple[int, int, bool]], start_minute: int, minutes: int = MINUTES_PER_DAY
-) -> Spread:
+def load_shape(monitors: list[tuple[int, int, bool]], start_minute: int, minutes: int = MINUTES_PER_DAY) -> Spread:
     """Due counts per minute for (id, period_min, aligned) monitors over `minutes` minutes."""
     counts = [0] * minutes
     for monitor_id, period_min, aligned in monitors:

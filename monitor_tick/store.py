@@ -60,8 +60,11 @@ def open_db(path: str, *, create: bool = True, busy_timeout_s: float = DEFAULT_B
         _create_private_file(path)
     try:
         conn = sqlite3.connect(
-            f"file:{_uri_path(path)}?mode=rw", uri=True, timeout=busy_timeout_s,
-            isolation_level=None, check_same_thread=False,
+            f"file:{_uri_path(path)}?mode=rw",
+            uri=True,
+            timeout=busy_timeout_s,
+            isolation_level=None,
+            check_same_thread=False,
         )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from None
@@ -293,15 +296,20 @@ ON CONFLICT (monitor_id, hour_start_ms) DO UPDATE SET
   checks = checks + 1,
   failures = failures + excluded.failures,
   latency_ms_sum = latency_ms_sum + excluded.latency_ms_sum,
-  latency_ms_min = min(coalesce(latency_ms_min, excluded.latency_ms_min), coalesce(excluded.latency_ms_min, latency_ms_min)),
-  latency_ms_max = max(coalesce(latency_ms_max, excluded.latency_ms_max), coalesce(excluded.latency_ms_max, latency_ms_max)),
+  latency_ms_min = min(coalesce(latency_ms_min, excluded.latency_ms_min),
+                       coalesce(excluded.latency_ms_min, latency_ms_min)),
+  latency_ms_max = max(coalesce(latency_ms_max, excluded.latency_ms_max),
+                       coalesce(excluded.latency_ms_max, latency_ms_max)),
   last_check_ms = max(last_check_ms, excluded.last_check_ms)
 RETURNING last_check_ms
 """
 
 
 def write_results(
-    conn: sqlite3.Connection, minutes: Sequence[int], at_ms: int, results: Iterable[CheckResult],
+    conn: sqlite3.Connection,
+    minutes: Sequence[int],
+    at_ms: int,
+    results: Iterable[CheckResult],
     finished_at_ms: int,
 ) -> WriteSummary:
     """Write one tick's results in one transaction: a rollup upsert per decided check, an
@@ -324,7 +332,8 @@ def write_results(
         results = list(results)
         # a monitor removed while the tick probed: its result has nowhere to go
         existing = {
-            row[0] for row in conn.execute(
+            row[0]
+            for row in conn.execute(
                 "SELECT id FROM monitors WHERE id IN (SELECT value FROM json_each(?))",
                 (json.dumps([r.monitor_id for r in results]),),
             )
@@ -342,9 +351,13 @@ def write_results(
             (last_check_ms,) = conn.execute(
                 _UPSERT_ROLLUP,
                 {
-                    "monitor_id": result.monitor_id, "hour_start_ms": hour_ms,
-                    "failures": 0 if is_up else 1, "latency_ms": latency or 0,
-                    "latency_min": latency, "latency_max": latency, "at_ms": at_ms,
+                    "monitor_id": result.monitor_id,
+                    "hour_start_ms": hour_ms,
+                    "failures": 0 if is_up else 1,
+                    "latency_ms": latency or 0,
+                    "latency_min": latency,
+                    "latency_max": latency,
+                    "at_ms": at_ms,
                 },
             ).fetchone()
             if last_check_ms > at_ms:
@@ -368,8 +381,14 @@ def write_results(
                 "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
                 "unknown = :unknown, opened = :opened, resolved = :resolved WHERE minute = :minute",
                 {
-                    "finished": finished_at_ms, "due": up + down + unknown, "up": up, "down": down,
-                    "unknown": unknown, "opened": len(opened), "resolved": len(resolved), "minute": minute,
+                    "finished": finished_at_ms,
+                    "due": up + down + unknown,
+                    "up": up,
+                    "down": down,
+                    "unknown": unknown,
+                    "opened": len(opened),
+                    "resolved": len(resolved),
+                    "minute": minute,
                 },
             )
     return WriteSummary(up, down, unknown, opened, resolved, stale)
@@ -429,19 +448,23 @@ def add_plan(conn: sqlite3.Connection, name: str, min_interval_sec: int) -> int:
     with write_tx(conn):
         if _one(conn, "SELECT id FROM plans WHERE name = ?", (name,)) is not None:
             raise StoreError(f"a plan named {name!r} exists")
-        return int(conn.execute(
-            "INSERT INTO plans (name, min_interval_sec) VALUES (?, ?)", (name, min_interval_sec)
-        ).lastrowid or 0)
+        return int(
+            conn.execute("INSERT INTO plans (name, min_interval_sec) VALUES (?, ?)", (name, min_interval_sec)).lastrowid
+            or 0
+        )
 
 
 def add_owner(conn: sqlite3.Connection, name: str, plan_name: str, plan_expires_at_ms: int | None) -> int:
     with write_tx(conn):
         if _one(conn, "SELECT id FROM owners WHERE name = ?", (name,)) is not None:
             raise StoreError(f"an owner named {name!r} exists")
-        return int(conn.execute(
-            "INSERT INTO owners (name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?)",
-            (name, plan_id(conn, plan_name), plan_expires_at_ms),
-        ).lastrowid or 0)
+        return int(
+            conn.execute(
+                "INSERT INTO owners (name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?)",
+                (name, plan_id(conn, plan_name), plan_expires_at_ms),
+            ).lastrowid
+            or 0
+        )
 
 
 def add_monitor(conn: sqlite3.Connection, monitor: Monitor, owner_name: str | None, created_at_ms: int) -> int:
@@ -449,14 +472,28 @@ def add_monitor(conn: sqlite3.Connection, monitor: Monitor, owner_name: str | No
         if _one(conn, "SELECT id FROM monitors WHERE name = ?", (monitor.name,)) is not None:
             raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
         owner = owner_id(conn, owner_name) if owner_name else None
-        return int(conn.execute(
-            "INSERT INTO monitors (owner_id, name, kind, url, interval_sec, aligned, method, "
-            "expect_status, keyword, timeout_s, retries, created_at_ms) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (owner, monitor.name, monitor.kind, monitor.url, monitor.interval_sec, int(monitor.aligned),
-             monitor.method, monitor.expect_status, monitor.keyword, monitor.timeout_s, monitor.retries,
-             created_at_ms),
-        ).lastrowid or 0)
+        return int(
+            conn.execute(
+                "INSERT INTO monitors (owner_id, name, kind, url, interval_sec, aligned, method, "
+                "expect_status, keyword, timeout_s, retries, created_at_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    owner,
+                    monitor.name,
+                    monitor.kind,
+                    monitor.url,
+                    monitor.interval_sec,
+                    int(monitor.aligned),
+                    monitor.method,
+                    monitor.expect_status,
+                    monitor.keyword,
+                    monitor.timeout_s,
+                    monitor.retries,
+                    created_at_ms,
+                ),
+            ).lastrowid
+            or 0
+        )
 
 
 def set_paused(conn: sqlite3.Connection, ref: str, paused: bool) -> int:
@@ -483,10 +520,13 @@ def add_maintenance(
     with write_tx(conn):
         monitor = monitor_id(conn, monitor_ref) if monitor_ref else None
         owner = owner_id(conn, owner_name) if owner_name else None
-        return int(conn.execute(
-            "INSERT INTO maintenance_windows (monitor_id, owner_id, starts_at_ms, ends_at_ms) VALUES (?, ?, ?, ?)",
-            (monitor, owner, starts_at_ms, ends_at_ms),
-        ).lastrowid or 0)
+        return int(
+            conn.execute(
+                "INSERT INTO maintenance_windows (monitor_id, owner_id, starts_at_ms, ends_at_ms) VALUES (?, ?, ?, ?)",
+                (monitor, owner, starts_at_ms, ends_at_ms),
+            ).lastrowid
+            or 0
+        )
 
 
 def list_monitors(conn: sqlite3.Connection, now_ms: int) -> list[dict[str, Any]]:
@@ -547,7 +587,8 @@ def incidents_for(conn: sqlite3.Connection, monitor: int) -> list[tuple[int, int
     return [
         (int(a), None if b is None else int(b), str(c))
         for a, b, c in conn.execute(
-            "SELECT started_at_ms, resolved_at_ms, cause FROM incidents WHERE monitor_id = ? ORDER BY started_at_ms, id",
+            "SELECT started_at_ms, resolved_at_ms, cause FROM incidents WHERE monitor_id = ? "
+            "ORDER BY started_at_ms, id",
             (monitor,),
         )
     ]

@@ -118,8 +118,15 @@ def run_tick(options: TickOptions) -> TickReport:
     finally:
         conn.close()
     return TickReport(
-        minute, now_ms, claimed=True, due=good, results=results, invalid=bad, summary=summary,
-        duration_ms=clock.elapsed_ms(started, time.perf_counter()), housekeeping=housekeeping,
+        minute,
+        now_ms,
+        claimed=True,
+        due=good,
+        results=results,
+        invalid=bad,
+        summary=summary,
+        duration_ms=clock.elapsed_ms(started, time.perf_counter()),
+        housekeeping=housekeeping,
     )
 
 
@@ -133,7 +140,9 @@ def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
     async def main() -> list[ProbeResult]:
         async with make_client(options.concurrency, options.transport, options.verify) as client:
             return await probe_all(
-                monitors, ProbeContext(client), concurrency=options.concurrency,
+                monitors,
+                ProbeContext(client),
+                concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
             )
 

@@ -26,13 +26,26 @@ def conn(db_path: str) -> Iterator[sqlite3.Connection]:
 
 
 def add(
-    conn: sqlite3.Connection, url: str, *, every_s: int = 60, name: str | None = None, owner: str | None = None,
-    aligned: bool = False, created_at_ms: int = 0, **settings: object,
+    conn: sqlite3.Connection,
+    url: str,
+    *,
+    every_s: int = 60,
+    name: str | None = None,
+    owner: str | None = None,
+    aligned: bool = False,
+    created_at_ms: int = 0,
+    **settings: object,
 ) -> int:
     """Add a monitor through the same store code the CLI uses."""
     monitor = Monitor(
-        id=0, name=name or url, kind=kind_of_url(url), url=url, interval_sec=every_s,
-        effective_interval_sec=every_s, aligned=aligned, **settings,  # type: ignore[arg-type]
+        id=0,
+        name=name or url,
+        kind=kind_of_url(url),
+        url=url,
+        interval_sec=every_s,
+        effective_interval_sec=every_s,
+        aligned=aligned,
+        **settings,  # type: ignore[arg-type]
     )
     return store.add_monitor(conn, monitor, owner, created_at_ms)
 
@@ -44,3 +57,6 @@ def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:
         (monitor_id,),
     ).fetchone()
     return int(row[0]), int(row[1])
+
+
+from tests.servers import local_server  # noqa: E402,F401  (a started 127.0.0.1 server, for any test)

@@ -60,6 +60,8 @@ def test_a_bad_iso_instant_is_refused() -> None:
         clock.parse_iso_ms("tomorrow")
 
 
-@pytest.mark.parametrize(("seconds", "text"), [(30, "30s"), (60, "1m"), (90, "1m30s"), (3600, "1h"), (86400, "1d"), (90000, "1d1h")])
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(30, "30s"), (60, "1m"), (90, "1m30s"), (3600, "1h"), (86400, "1d"), (90000, "1d1h")]
+)
 def test_durations_format_shortly(seconds: int, text: str) -> None:
     assert clock.format_duration_s(seconds) == text

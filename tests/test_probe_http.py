@@ -63,7 +63,9 @@ def test_status_codes_are_judged_by_the_expected_ranges(
         (httpx.ReadError("x"), "connection reset"),
     ],
 )
-def test_transport_errors_become_down_results_with_a_cause(respx_mock: respx.MockRouter, error: Exception, cause: str) -> None:
+def test_transport_errors_become_down_results_with_a_cause(
+    respx_mock: respx.MockRouter, error: Exception, cause: str
+) -> None:
     respx_mock.get("http://site.test/").mock(side_effect=error)
     assert probe(monitor()) == ProbeResult("down", None, None, cause)
 
@@ -106,7 +108,9 @@ def test_a_missing_keyword_is_down(respx_mock: respx.MockRouter) -> None:
 
 
 def test_a_keyword_past_the_first_mebibyte_is_not_looked_for(respx_mock: respx.MockRouter) -> None:
-    respx_mock.get("http://site.test/").mock(return_value=httpx.Response(200, content=b"a" * MAX_BODY_BYTES + b"needle"))
+    respx_mock.get("http://site.test/").mock(
+        return_value=httpx.Response(200, content=b"a" * MAX_BODY_BYTES + b"needle")
+    )
     assert probe(monitor(keyword="needle")).cause == "keyword missing"
 
 
@@ -117,5 +121,7 @@ def test_head_requests_are_sent_as_head(respx_mock: respx.MockRouter) -> None:
 
 
 def test_redirects_are_followed_at_most_five_times(respx_mock: respx.MockRouter) -> None:
-    respx_mock.get("http://site.test/").mock(return_value=httpx.Response(302, headers={"Location": "http://site.test/"}))
+    respx_mock.get("http://site.test/").mock(
+        return_value=httpx.Response(302, headers={"Location": "http://site.test/"})
+    )
     assert probe(monitor()).cause == "too many redirects"

@@ -128,8 +128,16 @@ def _random_world(conn: sqlite3.Connection, rng: random.Random, monitors: int) -
         add(conn, f"http://127.0.0.1/{n}", every_s=rng.choice(intervals), owner=owner, aligned=rng.random() < 0.3)
     conn.execute("UPDATE monitors SET enabled = 0 WHERE id % 17 = 0")
     conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id % 19 = 0")
-    store.add_maintenance(conn, monitor_ref="5", owner_name=None, starts_at_ms=base_ms + 30 * 60_000, ends_at_ms=base_ms + 95 * 60_000)
-    store.add_maintenance(conn, monitor_ref=None, owner_name="carol", starts_at_ms=base_ms + 100 * 60_000, ends_at_ms=base_ms + 160 * 60_000)
+    store.add_maintenance(
+        conn, monitor_ref="5", owner_name=None, starts_at_ms=base_ms + 30 * 60_000, ends_at_ms=base_ms + 95 * 60_000
+    )
+    store.add_maintenance(
+        conn,
+        monitor_ref=None,
+        owner_name="carol",
+        starts_at_ms=base_ms + 100 * 60_000,
+        ends_at_ms=base_ms + 160 * 60_000,
+    )
 
 
 def test_the_due_query_selects_exactly_what_the_rule_says_over_a_day(conn: sqlite3.Connection) -> None:
@@ -142,7 +150,9 @@ def test_the_due_query_selects_exactly_what_the_rule_says_over_a_day(conn: sqlit
     assert total > 10_000  # the world is not trivially empty
 
 
-def test_a_downgraded_owner_is_checked_at_the_default_floor_without_rewriting_intervals(conn: sqlite3.Connection) -> None:
+def test_a_downgraded_owner_is_checked_at_the_default_floor_without_rewriting_intervals(
+    conn: sqlite3.Connection,
+) -> None:
     base_ms = clock.minute_start_ms(MINUTE)
     store.add_plan(conn, "free", 600)
     store.add_owner(conn, "dana", "free", base_ms + 60 * 60_000)
@@ -157,7 +167,9 @@ def test_a_downgraded_owner_is_checked_at_the_default_floor_without_rewriting_in
 def test_a_maintenance_window_in_ms_hides_the_monitor_only_inside_it(conn: sqlite3.Connection) -> None:
     monitor = add(conn, "http://127.0.0.1/x", every_s=60)
     start_ms = clock.minute_start_ms(MINUTE + 10)
-    store.add_maintenance(conn, monitor_ref=str(monitor), owner_name=None, starts_at_ms=start_ms, ends_at_ms=start_ms + 5 * 60_000)
+    store.add_maintenance(
+        conn, monitor_ref=str(monitor), owner_name=None, starts_at_ms=start_ms, ends_at_ms=start_ms + 5 * 60_000
+    )
     due = [m - MINUTE for m in range(MINUTE, MINUTE + 20) if store.select_due(conn, m, clock.minute_start_ms(m))]
     assert due == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 18, 19]
 

@@ -98,7 +98,9 @@ def test_healthy_checks_write_one_rollup_row_per_hour_and_no_incident(conn: sqli
     monitor = add(conn, "http://127.0.0.1/x")
     for offset, latency in enumerate([30, 10, 20]):
         _write(conn, MINUTE + offset, [CheckResult(monitor, "up", latency, 200)])
-    rows = conn.execute("SELECT hour_start_ms, checks, failures, latency_ms_sum, latency_ms_min, latency_ms_max FROM rollups").fetchall()
+    rows = conn.execute(
+        "SELECT hour_start_ms, checks, failures, latency_ms_sum, latency_ms_min, latency_ms_max FROM rollups"
+    ).fetchall()
     assert rows == [(clock.hour_start_ms(T0_MS), 3, 0, 60, 10, 30)]
     assert conn.execute("SELECT count(*) FROM incidents").fetchone()[0] == 0
 
@@ -181,6 +183,8 @@ def test_a_monitor_removed_during_the_tick_does_not_sink_the_other_results(conn:
     kept = add(conn, "http://127.0.0.1/kept")
     removed = add(conn, "http://127.0.0.1/removed")
     store.remove_monitor(conn, str(removed))
-    summary = _write(conn, MINUTE, [CheckResult(removed, "down", None, None, "timeout"), CheckResult(kept, "up", 5, 200)])
+    summary = _write(
+        conn, MINUTE, [CheckResult(removed, "down", None, None, "timeout"), CheckResult(kept, "up", 5, 200)]
+    )
     assert summary.up == 1 and summary.down == 0
     assert rollup(conn, kept) == (1, 0)

@@ -27,12 +27,20 @@ def options(db_path: str, **overrides: object) -> TickOptions:
 
 
 @pytest.mark.respx(assert_all_called=False)
-def test_a_tick_probes_exactly_the_monitors_due_this_minute(respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str) -> None:
+def test_a_tick_probes_exactly_the_monitors_due_this_minute(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
     every_minute = add(conn, "http://a.test/", every_s=60)
     hourly_aligned = add(conn, "http://b.test/", every_s=3600, aligned=True)
     five_spread = add(conn, "http://c.test/", every_s=300)  # id 3: phase 3, not due at :00
-    routes = {m: respx_mock.get(url).mock(return_value=httpx.Response(200)) for m, url in
-              [(every_minute, "http://a.test/"), (hourly_aligned, "http://b.test/"), (five_spread, "http://c.test/")]}
+    routes = {
+        m: respx_mock.get(url).mock(return_value=httpx.Response(200))
+        for m, url in [
+            (every_minute, "http://a.test/"),
+            (hourly_aligned, "http://b.test/"),
+            (five_spread, "http://c.test/"),
+        ]
+    }
     with freeze_time(NOON, real_asyncio=True):
         report = run_tick(options(db_path))
     assert report.minute == MINUTE and report.claimed
@@ -45,7 +53,9 @@ def test_a_tick_probes_exactly_the_monitors_due_this_minute(respx_mock: respx.Mo
     assert [m.id for m in later.due] == [every_minute, five_spread]
 
 
-def test_a_second_run_for_the_same_minute_probes_and_writes_nothing(respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str) -> None:
+def test_a_second_run_for_the_same_minute_probes_and_writes_nothing(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
     monitor = add(conn, "http://a.test/")
     route = respx_mock.get("http://a.test/").mock(return_value=httpx.Response(200))
     with freeze_time(NOON, real_asyncio=True):
@@ -59,7 +69,9 @@ def test_a_second_run_for_the_same_minute_probes_and_writes_nothing(respx_mock: 
     assert forced.claimed and route.call_count == 2 and rollup(conn, monitor) == (2, 0)
 
 
-def test_a_down_site_opens_one_incident_and_the_next_up_check_resolves_it(respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str) -> None:
+def test_a_down_site_opens_one_incident_and_the_next_up_check_resolves_it(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
     monitor = add(conn, "http://a.test/", retries=0)
     route = respx_mock.get("http://a.test/")
     route.side_effect = [httpx.Response(503), httpx.Response(503), httpx.Response(200), httpx.Response(200)]
@@ -75,7 +87,9 @@ def test_a_down_site_opens_one_incident_and_the_next_up_check_resolves_it(respx_
     assert rollup(conn, monitor) == (4, 2)
 
 
-def test_a_failed_probe_is_tried_again_within_the_tick_before_it_counts(respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str) -> None:
+def test_a_failed_probe_is_tried_again_within_the_tick_before_it_counts(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
     flaky = add(conn, "http://flaky.test/", retries=1)
     no_retry = add(conn, "http://once.test/", retries=0)
     respx_mock.get("http://flaky.test/").side_effect = [httpx.ConnectError("boom"), httpx.Response(200)]
@@ -87,14 +101,19 @@ def test_a_failed_probe_is_tried_again_within_the_tick_before_it_counts(respx_mo
 
 
 @pytest.mark.respx(assert_all_called=False)
-def test_maintenance_and_plan_expiry_use_the_replayed_minutes_time(respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str) -> None:
+def test_maintenance_and_plan_expiry_use_the_replayed_minutes_time(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
     in_window = add(conn, "http://maint.test/")
     store.add_plan(conn, "slow", 600)
     store.add_owner(conn, "eve", "slow", clock.minute_start_ms(MINUTE + 5))
     floored = add(conn, "http://floor.test/", owner="eve")  # id 2: phase 2 under the 10 m floor
     store.add_maintenance(
-        conn, monitor_ref=str(in_window), owner_name=None,
-        starts_at_ms=clock.minute_start_ms(MINUTE + 1), ends_at_ms=clock.minute_start_ms(MINUTE + 3),
+        conn,
+        monitor_ref=str(in_window),
+        owner_name=None,
+        starts_at_ms=clock.minute_start_ms(MINUTE + 1),
+        ends_at_ms=clock.minute_start_ms(MINUTE + 3),
     )
     maint = respx_mock.get("http://maint.test/").mock(return_value=httpx.Response(200))
     floor = respx_mock.get("http://floor.test/").mock(return_value=httpx.Response(200))
@@ -109,8 +128,12 @@ def test_maintenance_and_plan_expiry_use_the_replayed_minutes_time(respx_mock: r
     assert floored == 2
 
 
-def test_a_bug_inside_one_probe_is_that_monitors_failure_not_the_ticks(respx_mock: respx.MockRouter, 
-    conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_a_bug_inside_one_probe_is_that_monitors_failure_not_the_ticks(
+    respx_mock: respx.MockRouter,
+    conn: sqlite3.Connection,
+    db_path: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     buggy = add(conn, "http://buggy.test/")
     fine = add(conn, "http://fine.test/")
@@ -131,7 +154,9 @@ def test_a_bug_inside_one_probe_is_that_monitors_failure_not_the_ticks(respx_moc
     assert "ZeroDivisionError" in capsys.readouterr().err
 
 
-def test_a_broken_row_is_counted_down_with_its_cause_and_the_rest_are_probed(respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str) -> None:
+def test_a_broken_row_is_counted_down_with_its_cause_and_the_rest_are_probed(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
     good = add(conn, "http://good.test/")
     bad = add(conn, "http://bad.test/")
     conn.execute("UPDATE monitors SET url = 'ftp://bad.test/' WHERE id = ?", (bad,))
@@ -148,7 +173,9 @@ def test_a_broken_row_is_counted_down_with_its_cause_and_the_rest_are_probed(res
 runner = CliRunner()
 
 
-def test_a_healthy_tick_prints_nothing_and_exits_0(respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str) -> None:
+def test_a_healthy_tick_prints_nothing_and_exits_0(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
     add(conn, "http://a.test/")
     respx_mock.get("http://a.test/").mock(return_value=httpx.Response(200))
     with freeze_time(NOON, real_asyncio=True):
@@ -157,7 +184,9 @@ def test_a_healthy_tick_prints_nothing_and_exits_0(respx_mock: respx.MockRouter,
     assert result.stdout == "" and result.stderr == ""
 
 
-def test_a_tick_with_down_monitors_still_exits_0_and_json_reports_them(respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str) -> None:
+def test_a_tick_with_down_monitors_still_exits_0_and_json_reports_them(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
     add(conn, "http://a.test/", retries=0)
     respx_mock.get("http://a.test/").mock(return_value=httpx.Response(502))
     with freeze_time(NOON, real_asyncio=True):
@@ -165,7 +194,12 @@ def test_a_tick_with_down_monitors_still_exits_0_and_json_reports_them(respx_moc
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert {k: data[k] for k in ("minute", "due", "up", "down", "opened", "resolved")} == {
-        "minute": MINUTE, "due": 1, "up": 0, "down": 1, "opened": 1, "resolved": 0,
+        "minute": MINUTE,
+        "due": 1,
+        "up": 0,
+        "down": 1,
+        "opened": 1,
+        "resolved": 0,
     }
     assert isinstance(data["duration_ms"], int)
 
@@ -186,7 +220,15 @@ def test_dry_run_lists_due_monitors_without_probing_or_writing(conn: sqlite3.Con
     assert result.exit_code == 0
     assert json.loads(result.stdout) == {
         "minute": MINUTE,
-        "due": [{"id": 1, "name": "a", "url": "https://***@a.test/?token=***", "interval_sec": 60, "effective_interval_sec": 60}],
+        "due": [
+            {
+                "id": 1,
+                "name": "a",
+                "url": "https://***@a.test/?token=***",
+                "interval_sec": 60,
+                "effective_interval_sec": 60,
+            }
+        ],
     }
     assert conn.execute("SELECT count(*) FROM ticks").fetchone()[0] == 0
 
