@@ -90,7 +90,9 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
     while seen is not None and id(seen) not in visited:  # chains can loop
         visited.add(id(seen))
         if isinstance(seen, OSError | ssl.SSLError) and not isinstance(seen, httpx.HTTPError):
-            return _cause_of_os_error(seen)
+            cause = _cause_of_os_error(seen)
+            if cause != "connect error":  # anyio wraps the real error in a plain OSError
+                return cause
         seen = seen.__cause__ or seen.__context__
     text = str(exc).lower()
     if "name or service not known" in text or "nodename nor servname" in text or "name resolution" in text:
