@@ -15,7 +15,15 @@ import typer
 from monitor_tick import clock, store
 from monitor_tick.model import InvalidMonitor, Monitor, check_settings
 from monitor_tick.redact import redact_url
-from monitor_tick.tick import DEFAULT_CONCURRENCY, DEFAULT_RETRY_DELAY_S, TickOptions, due_now, run_tick
+from monitor_tick.tick import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_CATCH_UP_MINUTES,
+    DEFAULT_CONCURRENCY,
+    DEFAULT_RETRY_DELAY_S,
+    TickOptions,
+    due_now,
+    run_tick,
+)
 
 DEFAULT_DB = "monitor-tick.db"
 
@@ -112,6 +120,25 @@ def tick(
     retry_delay: Annotated[
         str, typer.Option(help="Pause before a failed probe is tried again within the tick (0 for none).")
     ] = f"{DEFAULT_RETRY_DELAY_S:g}s",
+    catch_up: Annotated[
+        int,
+        typer.Option(
+            min=0, max=1440,
+            help="Also probe for up to this many unclaimed minutes before this one (cron skipped them); "
+            "older gaps are recorded as missed. 0 turns catch-up off.",
+        ),
+    ] = DEFAULT_CATCH_UP_MINUTES,
+    budget: Annotated[
+        str, typer.Option(help="Stop probing after this long; unfinished probes count as unknown, not down.")
+    ] = f"{DEFAULT_BUDGET_S:g}s",
+    block_private: Annotated[
+        bool,
+        typer.Option(
+            "--block-private", envvar="MONITOR_TICK_BLOCK_PRIVATE", show_envvar=True,
+            help="Refuse probes to loopback, private, link-local and cloud-metadata addresses "
+            "(checked on the resolved address, redirects included). For shared installations.",
+        ),
+    ] = False,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Say on stderr what the tick did.")] = False,
 ) -> None:
     ctx.obj = {"db": db}
@@ -119,8 +146,14 @@ def tick(
         return
     path = db or DEFAULT_DB
     delay_s = 0.0 if retry_delay.strip() in ("0", "0s") else duration_s(retry_delay, "--retry-delay")
+    guard = None
+    if block_private:
+        from monitor_tick.probes.guard import AddressGuard
+
+        guard = AddressGuard()
     options = TickOptions(
-        db_path=path, minute=minute, force=force, dry_run=dry_run, concurrency=concurrency, retry_delay_s=delay_s
+        db_path=path, minute=minute, force=force, dry_run=dry_run, concurrency=concurrency, retry_delay_s=delay_s,
+        catch_up_minutes=catch_up, budget_s=duration_s(budget, "--budget"), guard=guard,
     )
     try:
         if dry_run:
@@ -131,7 +164,7 @@ def tick(
     except store.StoreError as exc:
         fail(str(exc))
     for monitor_id, cause in report.invalid:
-        typer.echo(f"monitor-tick: monitor {monitor_id} counted down: {cause}", err=True)
+        typer.echo(f"monitor-tick: monitor {monitor_id} skipped: {cause}", err=True)
     if as_json:
         emit_json(report.as_json())
     elif verbose:
@@ -144,6 +177,12 @@ def tick(
                 "{opened} opened, {resolved} resolved in {duration_ms} ms".format(**data),
                 err=True,
             )
+            if report.covered or report.missed:
+                typer.echo(
+                    f"caught up {len(report.covered)} skipped minute(s); {report.missed} older minute(s) "
+                    "recorded as missed",
+                    err=True,
+                )
 
 
 def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
@@ -411,11 +450,14 @@ def maintenance_add(
 
 
 def main() -> None:
-    """Console entry point."""
+    """Console entry point: a failure of monitor-tick itself is one line on stderr and exit 1."""
     try:
         app()
     except KeyboardInterrupt:
         sys.exit(130)
+    except Exception as exc:  # a bug: say it in one line (cron mails it), never a traceback
+        print(f"monitor-tick: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

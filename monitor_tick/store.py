@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from monitor_tick.clock import MS_PER_DAY, hour_start_ms
+from monitor_tick.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.model import CheckResult, Monitor
 
 SCHEMA_VERSION = 1
@@ -193,6 +193,27 @@ def claim_minute(conn: sqlite3.Connection, minute: int, started_at_ms: int, *, f
     Exactly one of any number of concurrent runs for a minute wins (an INSERT on the primary
     key). With `force`, the minute is claimed again even if an earlier run had it.
     """
+    return claim_minutes(conn, minute, started_at_ms, force=force, catch_up_minutes=0) is not None
+
+
+@dataclass(frozen=True)
+class Claim:
+    minute: int
+    covered: list[int]  # earlier, unclaimed minutes this run probes for (catch-up)
+    missed: int  # unclaimed minutes too old to probe for, recorded as missed
+
+
+MAX_MISSED_MINUTES = 90 * 1_440  # a longer gap is recorded for its last 90 days only
+
+
+def claim_minutes(
+    conn: sqlite3.Connection, minute: int, started_at_ms: int, *, force: bool, catch_up_minutes: int
+) -> Claim | None:
+    """Claim `minute`, and with `catch_up_minutes` > 0 the unclaimed minutes since the newest
+    claimed one: those within the window are covered by this run, older ones recorded as
+    missed. None when another run already has `minute`. Each minute is claimed by exactly one
+    run, however many race (INSERT ... ON CONFLICT DO NOTHING inside one write transaction).
+    """
     with write_tx(conn):
         if force:
             conn.execute(
@@ -201,12 +222,37 @@ def claim_minute(conn: sqlite3.Connection, minute: int, started_at_ms: int, *, f
                 "finished_at_ms = NULL, covered_by = NULL, missed = 0",
                 (minute, started_at_ms),
             )
-            return True
+            return Claim(minute, [], 0)
         cursor = conn.execute(
             "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) ON CONFLICT (minute) DO NOTHING",
             (minute, started_at_ms),
         )
-        return cursor.rowcount == 1
+        if cursor.rowcount != 1:
+            return None
+        if catch_up_minutes <= 0:
+            return Claim(minute, [], 0)
+        last = _one(conn, "SELECT max(minute) FROM ticks WHERE minute < ?", (minute,))
+        if last is None or last >= minute - 1:  # the first tick ever, or no gap
+            return Claim(minute, [], 0)
+        window_start = max(last + 1, minute - catch_up_minutes)
+        missed_start = max(last + 1, window_start - MAX_MISSED_MINUTES)
+        missed = conn.execute(
+            _INSERT_RANGE.format(columns="minute, started_at_ms, missed", values="m, :at_ms, 1"),
+            {"first": missed_start, "last": window_start - 1, "at_ms": started_at_ms},
+        ).fetchall()
+        covered = conn.execute(
+            _INSERT_RANGE.format(columns="minute, started_at_ms, covered_by", values="m, :at_ms, :by"),
+            {"first": window_start, "last": minute - 1, "at_ms": started_at_ms, "by": minute},
+        ).fetchall()
+        return Claim(minute, sorted(row[0] for row in covered), len(missed))
+
+
+_INSERT_RANGE = """
+WITH RECURSIVE r(m) AS (SELECT :first WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last)
+INSERT INTO ticks ({columns}) SELECT {values} FROM r WHERE true
+ON CONFLICT (minute) DO NOTHING
+RETURNING minute
+"""
 
 
 # The floor (seconds) in force for owner `o` joined to plan `p`, given the default plan's floor
@@ -216,12 +262,20 @@ _FLOOR = (
     " THEN df.floor_sec ELSE p.min_interval_sec END"
 )
 _PHASE_INDEXED = "(CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END)"
+# A row whose interval has no schedule (only possible when edited by hand with the schema's
+# CHECK ignored). It is offered to the tick once an hour so the tick can say what is wrong.
+# Must match the monitors_bad_interval index's WHERE to the letter.
+_BAD_INTERVAL = (
+    "NOT (typeof(interval_sec) = 'integer' AND interval_sec >= 60 AND interval_sec % 60 = 0)"
+    " AND enabled = 1 AND auto_paused = 0"
+)
 
 # One query. Candidates come from indexes, so the cost follows the rows that are due, not the
 # table (CROSS JOIN fixes the join order, MATERIALIZED keeps the CTEs from being inlined into a
 # scan): (a) for each distinct interval (a loose index scan over monitors_due) the monitors whose
 # indexed phase equals minute % n; (b) monitors whose owner's floor is above their own interval,
-# found through their owner. The final WHERE is the authoritative rule of schedule.py.
+# found through their owner; (c) rows whose interval is unusable, once an hour, through a
+# partial index that is empty on a healthy database. The final WHERE is the rule of schedule.py.
 SELECT_DUE = f"""
 WITH RECURSIVE
   df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1),
@@ -247,6 +301,8 @@ WITH RECURSIVE
     SELECT m.id FROM df, monitors m
      WHERE df.floor_sec > 60 AND m.owner_id IS NULL AND m.interval_sec < df.floor_sec
        AND m.enabled = 1 AND m.auto_paused = 0
+    UNION
+    SELECT id FROM monitors WHERE {_BAD_INTERVAL} AND :minute % 60 = id % 60
   ),
   due AS (
     SELECT m.*, max(m.interval_sec, {_FLOOR}) AS effective_interval_sec
@@ -257,8 +313,9 @@ WITH RECURSIVE
       CROSS JOIN df
   )
 SELECT * FROM due
- WHERE :minute % (effective_interval_sec / 60)
-       = CASE WHEN aligned = 1 THEN 0 ELSE id % (effective_interval_sec / 60) END
+ WHERE (:minute % (effective_interval_sec / 60)
+          = CASE WHEN aligned = 1 THEN 0 ELSE id % (effective_interval_sec / 60) END
+        OR ({_BAD_INTERVAL} AND :minute % 60 = id % 60))
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
                     WHERE w.monitor_id = due.id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
@@ -313,7 +370,8 @@ def write_results(
     finished_at_ms: int,
 ) -> WriteSummary:
     """Write one tick's results in one transaction: a rollup upsert per decided check, an
-    incident opened or resolved per transition, and the tick's row(s) in the ledger.
+    incident opened or resolved per transition, and the tick's rows in the ledger (`minutes`:
+    the run's own minute first, then the minutes it caught up).
 
     A result is stale when a newer check of the same monitor is already counted (a later tick
     that overlapped this one committed first): it is counted in the rollup but changes no
@@ -376,27 +434,31 @@ def write_results(
                     (at_ms, open_by_monitor[result.monitor_id]),
                 )
                 resolved.append(result.monitor_id)
-        for minute in minutes:
-            conn.execute(
-                "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
-                "unknown = :unknown, opened = :opened, resolved = :resolved WHERE minute = :minute",
-                {
-                    "finished": finished_at_ms,
-                    "due": up + down + unknown,
-                    "up": up,
-                    "down": down,
-                    "unknown": unknown,
-                    "opened": len(opened),
-                    "resolved": len(resolved),
-                    "minute": minute,
-                },
-            )
+        own_minute, *covered = minutes
+        conn.execute(
+            "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
+            "unknown = :unknown, opened = :opened, resolved = :resolved WHERE minute = :minute",
+            {
+                "finished": finished_at_ms,
+                "due": up + down + unknown,
+                "up": up,
+                "down": down,
+                "unknown": unknown,
+                "opened": len(opened),
+                "resolved": len(resolved),
+                "minute": own_minute,
+            },
+        )
+        conn.executemany(
+            "UPDATE ticks SET finished_at_ms = ? WHERE minute = ? AND covered_by = ?",
+            [(finished_at_ms, minute, own_minute) for minute in covered],
+        )
     return WriteSummary(up, down, unknown, opened, resolved, stale)
 
 
 def housekeep(conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int) -> tuple[int, int]:
     """Auto-pause monitors down continuously for longer than `auto_pause_after_ms` and delete
-    rollups whose hour ended before the retention period. Returns (paused, rollups deleted)."""
+    rollups (and ledger minutes) older than the retention period. Returns (paused, rollups deleted)."""
     with write_tx(conn):
         paused = conn.execute(
             "UPDATE monitors SET auto_paused = 1 WHERE auto_paused = 0 AND id IN "
@@ -406,6 +468,7 @@ def housekeep(conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int
         deleted = conn.execute(
             "DELETE FROM rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),)
         ).rowcount
+        conn.execute("DELETE FROM ticks WHERE minute < ?", (minute_of_ms(now_ms - retention_ms),))
     return paused, deleted
 
 

@@ -1,7 +1,9 @@
 """One tick: read the clock once -> claim the minute -> select what is due -> probe -> write.
 
 The clock is the cursor: nothing is written to schedule. A tick for a minute that another run
-has claimed probes nothing and writes nothing.
+has claimed probes nothing and writes nothing. A live tick also claims the unclaimed minutes
+since the newest claimed one (cron skipped them, the machine slept) up to a window, and probes
+what was due in any of them once.
 """
 
 from __future__ import annotations
@@ -16,21 +18,29 @@ from monitor_tick.model import CheckResult, InvalidMonitor, Monitor, ProbeResult
 if TYPE_CHECKING:
     import httpx
 
+    from monitor_tick.probes.guard import AddressGuard
+
 DEFAULT_CONCURRENCY = 50
 DEFAULT_RETRY_DELAY_S = 2.0
+DEFAULT_CATCH_UP_MINUTES = 15
+DEFAULT_BUDGET_S = 50.0  # probing stops here, so a tick ends inside its minute
 
 
 @dataclass
 class TickOptions:
     db_path: str
-    minute: int | None = None  # None: the live clock; else replay this minute
+    minute: int | None = None  # None: the live clock; else replay this minute (never catches up)
     force: bool = False
     dry_run: bool = False
     concurrency: int = DEFAULT_CONCURRENCY
     retry_delay_s: float = DEFAULT_RETRY_DELAY_S
+    catch_up_minutes: int = DEFAULT_CATCH_UP_MINUTES
+    budget_s: float = DEFAULT_BUDGET_S
     auto_pause_after_ms: int = store.AUTO_PAUSE_DEFAULT_MS
     retention_ms: int = store.RETENTION_DEFAULT_MS
     busy_timeout_s: float = store.DEFAULT_BUSY_TIMEOUT_S
+    # refuse probes to private, loopback, link-local and metadata addresses (shared installs)
+    guard: AddressGuard | None = None
     # for tests and embedding: an httpx transport and TLS verification to use
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True
@@ -41,6 +51,8 @@ class TickReport:
     minute: int
     now_ms: int
     claimed: bool
+    covered: list[int] = field(default_factory=list)
+    missed: int = 0
     due: list[Monitor] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
     invalid: list[tuple[int, str]] = field(default_factory=list)
@@ -53,10 +65,13 @@ class TickReport:
         return {
             "minute": self.minute,
             "claimed": self.claimed,
-            "due": len(self.due) + len(self.invalid),
+            "caught_up": len(self.covered),
+            "missed": self.missed,
+            "due": len(self.due),
             "up": s.up if s else 0,
             "down": s.down if s else 0,
             "unknown": s.unknown if s else 0,
+            "invalid": len(self.invalid),
             "opened": len(s.opened) if s else 0,
             "resolved": len(s.resolved) if s else 0,
             "duration_ms": self.duration_ms,
@@ -80,6 +95,17 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
     return good, bad
 
 
+def select_due_rows(conn: store.sqlite3.Connection, minutes: list[int], now_ms: int) -> list[dict[str, Any]]:
+    """The monitors due in any of `minutes`, each once. The tick's own minute (first) is judged
+    at `now_ms`; caught-up minutes at their own start."""
+    rows: dict[int, dict[str, Any]] = {}
+    for index, minute in enumerate(minutes):
+        at_ms = now_ms if index == 0 else clock.minute_start_ms(minute)
+        for row in store.select_due(conn, minute, at_ms):
+            rows.setdefault(row["id"], row)
+    return [rows[key] for key in sorted(rows)]
+
+
 def due_now(options: TickOptions) -> tuple[int, list[Monitor], list[tuple[int, str]]]:
     """--dry-run: (minute, monitors due, invalid rows) without claiming or writing."""
     now_ms = tick_time_ms(options.minute)
@@ -94,22 +120,24 @@ def due_now(options: TickOptions) -> tuple[int, list[Monitor], list[tuple[int, s
 
 def run_tick(options: TickOptions) -> TickReport:
     """Run one tick. Raises store.StoreError when the database cannot be used; down monitors
-    are results, not errors."""
+    are results, not errors. Rows that cannot be probed are skipped and listed in `invalid`."""
     started = time.perf_counter()
     now_ms = tick_time_ms(options.minute)
     minute = clock.minute_of_ms(now_ms)
     conn = store.open_db(options.db_path, busy_timeout_s=options.busy_timeout_s)
     try:
-        if not store.claim_minute(conn, minute, now_ms, force=options.force):
+        catch_up = options.catch_up_minutes if options.minute is None else 0
+        claim = store.claim_minutes(conn, minute, now_ms, force=options.force, catch_up_minutes=catch_up)
+        if claim is None:
             return TickReport(minute, now_ms, claimed=False)
-        good, bad = split_rows(store.select_due(conn, minute, now_ms))
+        minutes = [minute, *claim.covered]
+        good, bad = split_rows(select_due_rows(conn, minutes, now_ms))
         probes = _probe(good, options) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
-        results += [CheckResult(monitor_id, "down", None, None, cause) for monitor_id, cause in bad]
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
-        summary = store.write_results(conn, [minute], now_ms, results, finished_at_ms=now_ms + duration_ms)
+        summary = store.write_results(conn, minutes, now_ms, results, finished_at_ms=now_ms + duration_ms)
         housekeeping = None
-        if schedule.is_housekeeping_minute(minute):
+        if any(schedule.is_housekeeping_minute(m) for m in minutes):
             housekeeping = store.housekeep(
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
             )
@@ -118,14 +146,8 @@ def run_tick(options: TickOptions) -> TickReport:
     finally:
         conn.close()
     return TickReport(
-        minute,
-        now_ms,
-        claimed=True,
-        due=good,
-        results=results,
-        invalid=bad,
-        summary=summary,
-        duration_ms=clock.elapsed_ms(started, time.perf_counter()),
+        minute, now_ms, claimed=True, covered=claim.covered, missed=claim.missed, due=good, results=results,
+        invalid=bad, summary=summary, duration_ms=clock.elapsed_ms(started, time.perf_counter()),
         housekeeping=housekeeping,
     )
 
@@ -133,17 +155,19 @@ def run_tick(options: TickOptions) -> TickReport:
 def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
     """Probe on an event loop; imported only when something is due (an idle tick stays light)."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from monitor_tick.fanout import make_client, probe_all
     from monitor_tick.probes import ProbeContext
 
     async def main() -> list[ProbeResult]:
-        async with make_client(options.concurrency, options.transport, options.verify) as client:
+        # DNS lookups run in the default executor: size it to the fan-out, so a slow resolver
+        # makes each probe wait for its own lookup only, never for a thread behind others'.
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=options.concurrency))
+        async with make_client(options.concurrency, options.transport, options.verify, options.guard) as client:
             return await probe_all(
-                monitors,
-                ProbeContext(client),
-                concurrency=options.concurrency,
-                retry_delay_s=options.retry_delay_s,
+                monitors, ProbeContext(client), concurrency=options.concurrency,
+                retry_delay_s=options.retry_delay_s, budget_s=options.budget_s,
             )
 
     return asyncio.run(main())

@@ -105,6 +105,10 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
 
 
 def _cause_of_os_error(exc: BaseException) -> str:
+    from monitor_tick.probes.guard import BlockedAddress
+
+    if isinstance(exc, BlockedAddress):
+        return str(exc)
     if isinstance(exc, ssl.SSLCertVerificationError):
         reason = (exc.verify_message or "").lower()
         if "expired" in reason:

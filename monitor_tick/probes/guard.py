@@ -1,0 +1,92 @@
+"""An opt-in guard for shared installations: refuse probes to loopback, private, link-local,
+multicast, reserved and cloud-metadata addresses.
+
+The check is made on the address actually connected to, after our own DNS lookup, for every
+connection -- the first request and every redirect alike -- so a public name that resolves to
+127.0.0.1 does not pass, and nothing can change between the check and the connect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import ssl
+from collections.abc import Iterable
+from typing import Any
+
+import httpcore
+import httpx
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# Carrier-grade NAT is not "private" to Python's ipaddress, but it is not the public internet.
+_SHARED = ipaddress.ip_network("100.64.0.0/10")
+
+
+class BlockedAddress(OSError):
+    """A connection the guard refused; str() is the probe's cause."""
+
+
+class AddressGuard:
+    """By default blocks every non-public address; `blocked` narrows it to given networks."""
+
+    def __init__(self, blocked: Iterable[str] | None = None) -> None:
+        self._blocked: list[IPNetwork] | None = (
+            None if blocked is None else [ipaddress.ip_network(net) for net in blocked]
+        )
+
+    def is_blocked(self, address: IPAddress) -> bool:
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        if self._blocked is not None:
+            return any(address in net for net in self._blocked)
+        return (
+            address.is_private or address.is_loopback or address.is_link_local or address.is_multicast
+            or address.is_reserved or address.is_unspecified or address in _SHARED
+        )
+
+
+class GuardedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network backend with our own lookup and the guard's check before connect."""
+
+    def __init__(self, guard: AddressGuard) -> None:
+        self._guard = guard
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+        blocked = [a for a in addresses if self._guard.is_blocked(a)]
+        if blocked:
+            raise BlockedAddress(f"blocked: {blocked[0]} is not a public address")
+        return await self._inner.connect_tcp(
+            str(addresses[0]), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+        )
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        raise BlockedAddress("blocked: unix sockets")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+def guarded_transport(guard: AddressGuard, *, verify: Any, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
+    """httpx's own transport with its connection pool rebuilt on the guarded backend (httpx
+    has no public hook for the network backend; tests pin this down)."""
+    transport = httpx.AsyncHTTPTransport(verify=verify, limits=limits)
+    ssl_context = verify if isinstance(verify, ssl.SSLContext) else httpx.create_ssl_context(verify=verify)
+    transport._pool = httpcore.AsyncConnectionPool(  # noqa: SLF001
+        ssl_context=ssl_context,
+        max_connections=limits.max_connections,
+        max_keepalive_connections=limits.max_keepalive_connections,
+        keepalive_expiry=limits.keepalive_expiry,
+        network_backend=GuardedBackend(guard),
+    )
+    return transport
