@@ -123,7 +123,8 @@ def tick(
     catch_up: Annotated[
         int,
         typer.Option(
-            min=0, max=1440,
+            min=0,
+            max=1440,
             help="Also probe for up to this many unclaimed minutes before this one (cron skipped them); "
             "older gaps are recorded as missed. 0 turns catch-up off.",
         ),
@@ -134,7 +135,9 @@ def tick(
     block_private: Annotated[
         bool,
         typer.Option(
-            "--block-private", envvar="MONITOR_TICK_BLOCK_PRIVATE", show_envvar=True,
+            "--block-private",
+            envvar="MONITOR_TICK_BLOCK_PRIVATE",
+            show_envvar=True,
             help="Refuse probes to loopback, private, link-local and cloud-metadata addresses "
             "(checked on the resolved address, redirects included). For shared installations.",
         ),
@@ -152,8 +155,15 @@ def tick(
 
         guard = AddressGuard()
     options = TickOptions(
-        db_path=path, minute=minute, force=force, dry_run=dry_run, concurrency=concurrency, retry_delay_s=delay_s,
-        catch_up_minutes=catch_up, budget_s=duration_s(budget, "--budget"), guard=guard,
+        db_path=path,
+        minute=minute,
+        force=force,
+        dry_run=dry_run,
+        concurrency=concurrency,
+        retry_delay_s=delay_s,
+        catch_up_minutes=catch_up,
+        budget_s=duration_s(budget, "--budget"),
+        guard=guard,
     )
     try:
         if dry_run:
@@ -281,8 +291,8 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
     finally:
         conn.close()
     for row in rows:
-        row["url"] = redact_url(row["url"])
         row["state"] = monitor_state(row)
+        row["url"] = redact_url(row["url"])
     if as_json:
         emit_json(rows)
         return
@@ -300,6 +310,18 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
 
 
 def monitor_state(row: dict[str, Any]) -> str:
+    try:
+        check_settings(
+            url=row["url"],
+            interval_sec=row["interval_sec"],
+            method=row["method"],
+            expect_status=row["expect_status"],
+            keyword=row["keyword"],
+            timeout_s=row["timeout_s"],
+            retries=row["retries"],
+        )
+    except InvalidMonitor:
+        return "invalid"
     if not row["enabled"]:
         return "paused"
     if row["auto_paused"]:

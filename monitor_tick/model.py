@@ -136,6 +136,10 @@ def check_settings(
 
 def monitor_from_row(row: dict[str, Any]) -> Monitor:
     """A due row as a Monitor. Raises InvalidMonitor naming what is wrong with the row."""
+    if row.get("owner_missing"):
+        raise InvalidMonitor(f"owner {row.get('owner_id')!r} does not exist")
+    if row.get("plan_missing"):
+        raise InvalidMonitor(f"the plan of owner {row.get('owner_id')!r} does not exist")
     kind = check_settings(
         url=row.get("url"),
         interval_sec=row.get("interval_sec"),  # type: ignore[arg-type]

@@ -305,7 +305,9 @@ WITH RECURSIVE
     SELECT id FROM monitors WHERE {_BAD_INTERVAL} AND :minute % 60 = id % 60
   ),
   due AS (
-    SELECT m.*, max(m.interval_sec, {_FLOOR}) AS effective_interval_sec
+    SELECT m.*, max(m.interval_sec, {_FLOOR}) AS effective_interval_sec,
+           m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,
+           o.id IS NOT NULL AND p.id IS NULL AS plan_missing
       FROM candidates c
       CROSS JOIN monitors m ON m.id = c.id
       LEFT JOIN owners o ON o.id = m.owner_id
@@ -313,9 +315,10 @@ WITH RECURSIVE
       CROSS JOIN df
   )
 SELECT * FROM due
- WHERE (:minute % (effective_interval_sec / 60)
-          = CASE WHEN aligned = 1 THEN 0 ELSE id % (effective_interval_sec / 60) END
-        OR ({_BAD_INTERVAL} AND :minute % 60 = id % 60))
+ WHERE CASE WHEN {_BAD_INTERVAL} THEN :minute % 60 = id % 60
+            ELSE :minute % (effective_interval_sec / 60)
+                 = CASE WHEN aligned = 1 THEN 0 ELSE id % (effective_interval_sec / 60) END
+       END
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
                     WHERE w.monitor_id = due.id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w

@@ -146,8 +146,16 @@ def run_tick(options: TickOptions) -> TickReport:
     finally:
         conn.close()
     return TickReport(
-        minute, now_ms, claimed=True, covered=claim.covered, missed=claim.missed, due=good, results=results,
-        invalid=bad, summary=summary, duration_ms=clock.elapsed_ms(started, time.perf_counter()),
+        minute,
+        now_ms,
+        claimed=True,
+        covered=claim.covered,
+        missed=claim.missed,
+        due=good,
+        results=results,
+        invalid=bad,
+        summary=summary,
+        duration_ms=clock.elapsed_ms(started, time.perf_counter()),
         housekeeping=housekeeping,
     )
 
@@ -166,8 +174,11 @@ def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=options.concurrency))
         async with make_client(options.concurrency, options.transport, options.verify, options.guard) as client:
             return await probe_all(
-                monitors, ProbeContext(client), concurrency=options.concurrency,
-                retry_delay_s=options.retry_delay_s, budget_s=options.budget_s,
+                monitors,
+                ProbeContext(client),
+                concurrency=options.concurrency,
+                retry_delay_s=options.retry_delay_s,
+                budget_s=options.budget_s,
             )
 
     return asyncio.run(main())

@@ -43,8 +43,13 @@ class AddressGuard:
         if self._blocked is not None:
             return any(address in net for net in self._blocked)
         return (
-            address.is_private or address.is_loopback or address.is_link_local or address.is_multicast
-            or address.is_reserved or address.is_unspecified or address in _SHARED
+            address.is_private
+            or address.is_loopback
+            or address.is_link_local
+            or address.is_multicast
+            or address.is_reserved
+            or address.is_unspecified
+            or address in _SHARED
         )
 
 
@@ -56,7 +61,11 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
-        self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)

@@ -18,12 +18,16 @@ import httpx
 from monitor_tick.clock import elapsed_ms
 from monitor_tick.model import Monitor, ProbeResult, parse_expect, status_accepted
 
-MAX_BODY_BYTES = 1024 * 1024  # at most this much of a body is read, for the keyword
+MAX_BODY_BYTES = 1024 * 1024  # at most this much of a body is kept, to look for the keyword
 MAX_REDIRECTS = 5
 
 
 async def probe_http(monitor: Monitor, client: httpx.AsyncClient) -> ProbeResult:
-    """One attempt. Never raises for remote behaviour; returns up/down/unknown with a cause."""
+    """One attempt. Never raises for remote behaviour; returns up/down/unknown with a cause.
+
+    The body is read to its end under the same deadline (a page that never finishes loading is
+    down), keeping at most MAX_BODY_BYTES of it, only when there is a keyword to look for.
+    """
     ranges = parse_expect(monitor.expect_status)
     keyword = monitor.keyword.encode("utf-8") if monitor.keyword else None
     start = time.perf_counter()
@@ -36,31 +40,38 @@ async def probe_http(monitor: Monitor, client: httpx.AsyncClient) -> ProbeResult
                 status = response.status_code
                 if not status_accepted(status, ranges):
                     return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, f"status {status}")
-                if keyword is not None and not await _body_contains(response, keyword):
-                    return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, "keyword missing")
+                found = await _read_body(response, keyword)
             finally:
                 await response.aclose()
     except TimeoutError:
-        return ProbeResult("down", None, status, "timeout")
+        return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body")
     except httpx.PoolTimeout:
         return ProbeResult("unknown", None, None, "connection pool exhausted")
     except httpx.HTTPError as exc:
         return ProbeResult("down", None, status, cause_of(exc))
     except (OSError, ssl.SSLError) as exc:  # transports may leak raw socket errors
         return ProbeResult("down", None, status, _cause_of_os_error(exc))
+    if found is False:
+        return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, "keyword missing")
     return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None)
 
 
-async def _body_contains(response: httpx.Response, needle: bytes) -> bool:
-    """Search the first MAX_BODY_BYTES of the (decoded) body, holding no more than that."""
+async def _read_body(response: httpx.Response, needle: bytes | None) -> bool | None:
+    """Read the body to its end. With a needle: whether the first MAX_BODY_BYTES (decoded)
+    contain it, holding no more than that in memory; without one, None (nothing is kept)."""
+    if needle is None:
+        async for _ in response.aiter_raw():
+            pass
+        return None
     seen = bytearray()
+    found = False
     async for chunk in response.aiter_bytes():
+        if found or len(seen) >= MAX_BODY_BYTES:
+            continue
+        searched_to = max(0, len(seen) - len(needle) + 1)
         seen += chunk[: MAX_BODY_BYTES - len(seen)]
-        if needle in seen:
-            return True
-        if len(seen) >= MAX_BODY_BYTES:
-            return False
-    return False
+        found = seen.find(needle, searched_to) >= 0
+    return found
 
 
 def cause_of(exc: httpx.HTTPError) -> str:
