@@ -142,6 +142,9 @@ def tick(
             "(checked on the resolved address, redirects included). For shared installations.",
         ),
     ] = False,
+    busy_timeout: Annotated[
+        str, typer.Option(help="How long to wait for another process's write lock before failing.")
+    ] = f"{store.DEFAULT_BUSY_TIMEOUT_S:g}s",
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Say on stderr what the tick did.")] = False,
 ) -> None:
     ctx.obj = {"db": db}
@@ -164,6 +167,7 @@ def tick(
         catch_up_minutes=catch_up,
         budget_s=duration_s(budget, "--budget"),
         guard=guard,
+        busy_timeout_s=duration_s(busy_timeout, "--busy-timeout"),
     )
     try:
         if dry_run:

@@ -45,8 +45,9 @@ def schema_sql() -> str:
 def open_db(path: str, *, create: bool = True, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlite3.Connection:
     """Open (and on first use create, readable by its owner only) the database at `path`.
 
-    Raises StoreError, having created or changed nothing, when the directory is missing, the
-    file is not a monitor-tick database, or its schema is newer than this program.
+    Raises StoreError, having created or changed nothing, when the directory is missing or not
+    writable, the file is read-only, not a monitor-tick database, or its schema is newer than
+    this program.
     """
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
@@ -54,9 +55,13 @@ def open_db(path: str, *, create: bool = True, busy_timeout_s: float = DEFAULT_B
     exists = os.path.exists(path)
     if exists:
         _check_header(path)
-    elif not create:
-        raise StoreError(f"no database at {path}")
-    else:
+        if not os.access(path, os.W_OK):
+            raise StoreError(f"database {path} is read-only")
+    if not os.access(directory, os.W_OK):
+        raise StoreError(f"database directory {directory} is not writable (SQLite keeps its journal there)")
+    if not exists:
+        if not create:
+            raise StoreError(f"no database at {path}")
         _create_private_file(path)
     try:
         conn = sqlite3.connect(
