@@ -410,7 +410,8 @@ def _match(prefix: str, path: str) -> bool:
 
 
 class LocalServer:
-    """An HTTP/1.1 server on 127.0.0.1 running in a background thread.
+    """An HTTP/1.1 server on 127.0.0.1 (or another loopback address: ``host=``) running in a
+    background thread.
 
     Use as a context manager, or call :meth:`start` / :meth:`stop`.
     """
@@ -421,7 +422,11 @@ class LocalServer:
         *,
         drip_interval: float = 1.0,
         handshake_timeout: float = 10.0,
+        host: str = HOST,
     ) -> None:
+        if not host.startswith("127."):
+            raise ValueError("test servers listen on the loopback range 127.0.0.0/8 only")
+        self._host = host
         self.tls = tls
         self.drip_interval = drip_interval
         self.handshake_timeout = handshake_timeout
@@ -471,7 +476,7 @@ class LocalServer:
 
     @property
     def host(self) -> str:
-        return HOST
+        return self._host
 
     @property
     def scheme(self) -> str:
@@ -479,7 +484,7 @@ class LocalServer:
 
     @property
     def base_url(self) -> str:
-        return f"{self.scheme}://{HOST}:{self.port}"
+        return f"{self.scheme}://{self._host}:{self.port}"
 
     def url(self, path: str = "/") -> str:
         if not path.startswith("/"):
@@ -544,7 +549,7 @@ class LocalServer:
 
     def __repr__(self) -> str:
         port = self._port if self._port is not None else "-"
-        return f"<LocalServer {self.scheme}://{HOST}:{port}>"
+        return f"<LocalServer {self.scheme}://{self._host}:{port}>"
 
     # -- event loop thread --------------------------------------------------
 
@@ -575,7 +580,7 @@ class LocalServer:
     async def _main(self) -> None:
         self._stop_event = asyncio.Event()
         try:
-            server = await asyncio.start_server(self._on_connect, HOST, 0)
+            server = await asyncio.start_server(self._on_connect, self._host, 0)
         except BaseException as exc:
             self._startup_error = exc
             self._started.set()

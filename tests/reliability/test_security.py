@@ -1,0 +1,167 @@
+"""Secrets stay out of output, the database is private, SQL is parameterised, and the opt-in
+guard refuses private addresses on the address actually connected to, redirects included."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import sqlite3
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor_tick import store
+from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.redact import redact_url
+from monitor_tick.tick import TickOptions, run_tick
+from tests.conftest import add
+from tests.servers import LocalServer, refused_port, send_response
+
+MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
+MINUTE = 29_934_720
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("https://user:hunter2@example.org/x?token=abc&page=2", "https://***@example.org/x?token=***&page=***"),
+        ("https://example.org/health", "https://example.org/health"),
+        ("http://:pw@example.org:8080/?key=", "http://***@example.org:8080/?key=***"),
+        ("https://example.org/#frag-secret", "https://example.org/"),
+    ],
+)
+def test_urls_are_redacted_for_display(url: str, shown: str) -> None:
+    assert redact_url(url) == shown
+
+
+def test_credentials_and_tokens_never_reach_output_or_stored_causes(tmp_path: Path, local_server: LocalServer) -> None:
+    db = str(tmp_path / "m.db")
+    secret_urls = [
+        f"http://admin:hunter2@127.0.0.1:{local_server.port}/status/503?token=s3cr3t",
+        f"http://admin:hunter2@127.0.0.1:{refused_port()}/?token=s3cr3t",
+        f"http://admin:hunter2@127.0.0.1:{local_server.port}/hang?token=s3cr3t",
+    ]
+    outputs = []
+    for n, url in enumerate(secret_urls):
+        args = ["add", url, "--name", f"m{n}", "--every", "1m", "--retries", "0", "--timeout", "1s", "--db", db]
+        outputs.append(subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60))
+    for args in (
+        ["--minute", str(MINUTE), "--json", "-v"],
+        ["--minute", str(MINUTE + 1), "-v"],
+        ["list"],
+        ["list", "--json"],
+        ["report", "--json"],
+        ["--dry-run", "--json", "--minute", str(MINUTE)],
+    ):
+        outputs.append(subprocess.run([MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60))
+    text = "".join(run.stdout + run.stderr for run in outputs)
+    assert "hunter2" not in text and "s3cr3t" not in text
+    assert "***@127.0.0.1" in text  # the URLs are shown, redacted
+    conn = sqlite3.connect(db)
+    causes = [row[0] for row in conn.execute("SELECT cause FROM incidents")]
+    assert sorted(causes) == ["connect refused", "status 503", "timeout"]
+
+
+def test_the_database_file_is_readable_only_by_its_owner(tmp_path: Path) -> None:
+    db = tmp_path / "m.db"
+    subprocess.run([MONITOR_TICK, "--db", str(db), "--minute", str(MINUTE)], check=True, timeout=60)
+    assert stat.S_IMODE(os.stat(db).st_mode) == 0o600
+
+
+def test_hostile_names_and_urls_are_data_not_sql(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer
+) -> None:
+    name = "x'); DROP TABLE monitors; --"
+    monitor = add(conn, local_server.url("/ok?q='OR'1'='1';--"), name=name)
+    assert store.monitor_id(conn, name) == monitor
+    run_tick(TickOptions(db_path=db_path, minute=MINUTE))
+    assert conn.execute("SELECT name FROM monitors").fetchall() == [(name,)]
+    assert (
+        json.loads(
+            subprocess.run(
+                [MONITOR_TICK, "list", "--json", "--db", db_path], capture_output=True, text=True, timeout=60
+            ).stdout
+        )[0]["name"]
+        == name
+    )
+
+
+@pytest.mark.parametrize(
+    ("address", "blocked"),
+    [
+        ("127.0.0.1", True),
+        ("10.1.2.3", True),
+        ("172.16.0.1", True),
+        ("192.168.1.1", True),
+        ("169.254.169.254", True),  # cloud metadata
+        ("100.64.0.1", True),
+        ("0.0.0.0", True),
+        ("224.0.0.1", True),
+        ("::1", True),
+        ("fe80::1", True),
+        ("fd00:ec2::254", True),  # AWS metadata over IPv6
+        ("::ffff:127.0.0.1", True),
+        ("::ffff:10.0.0.1", True),
+        ("93.184.215.14", False),
+        ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", False),
+        ("1.1.1.1", False),
+    ],
+)
+def test_the_guard_blocks_every_non_public_address(address: str, blocked: bool) -> None:
+    assert AddressGuard().is_blocked(ipaddress.ip_address(address)) is blocked
+
+
+def test_with_the_guard_a_name_that_resolves_to_loopback_is_refused(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer
+) -> None:
+    monitor = add(conn, f"http://localhost:{local_server.port}/ok", retries=0)
+    report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, guard=AddressGuard()))
+    (result,) = report.results
+    assert (result.monitor_id, result.status) == (monitor, "down")
+    assert (
+        result.cause is not None and result.cause.startswith("blocked: ") and "is not a public address" in result.cause
+    )
+    assert local_server.hits.total == 0
+
+
+def test_with_the_guard_a_redirect_to_a_blocked_address_is_refused(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer
+) -> None:
+    # The guard here blocks only 127.0.0.2 so that the first hop (127.0.0.1) is allowed: the
+    # redirect's target is checked again, at connect time.
+    with LocalServer(host="127.0.0.2") as inner:
+
+        async def to_inner(reader: object, writer: object, path: str, method: str) -> None:
+            await send_response(writer, 302, b"", method=method, headers={"Location": inner.url("/ok")})  # type: ignore[arg-type]
+
+        local_server.route("/to-inner", to_inner)
+        add(conn, local_server.url("/to-inner"), retries=0)
+        report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, guard=AddressGuard(blocked=["127.0.0.2/32"])))
+        assert report.results[0].cause == "blocked: 127.0.0.2 is not a public address"
+        assert local_server.hits["/to-inner"] == 1 and inner.hits.total == 0
+        # without the guard the same monitor is up: the refusal was the guard's
+        report = run_tick(TickOptions(db_path=db_path, minute=MINUTE + 1))
+        assert report.results[0].status == "up" and inner.hits["/ok"] == 1
+
+
+def test_the_guard_is_opt_in_from_the_command_line(tmp_path: Path, local_server: LocalServer) -> None:
+    db = str(tmp_path / "m.db")
+    subprocess.run(
+        [MONITOR_TICK, "add", local_server.url("/ok"), "--every", "1m", "--db", db], check=True, capture_output=True, timeout=60
+    )
+    plain = subprocess.run(
+        [MONITOR_TICK, "--db", db, "--minute", str(MINUTE), "--json"], capture_output=True, text=True, timeout=60
+    )
+    guarded = subprocess.run(
+        [MONITOR_TICK, "--db", db, "--minute", str(MINUTE + 1), "--json", "--retry-delay", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MONITOR_TICK_BLOCK_PRIVATE": "1"},
+    )
+    assert json.loads(plain.stdout)["up"] == 1
+    assert json.loads(guarded.stdout)["down"] == 1
