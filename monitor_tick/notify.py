@@ -73,31 +73,32 @@ def deliver_pending(
     plans = {channel: (url, alerts.compose(events)) for channel, (url, events) in by_channel.items()}
     results = send_all(plans, send_timeout_s=send_timeout_s, budget_s=budget_s)
 
+    row_of = {(row["channel_id"], row["event_id"]): row for row in rows}
     outcomes: list[store.DeliveryOutcome] = []
-    for row in rows:
-        channel, event_id = row["channel_id"], row["event_id"]
-        error = results.get((channel, event_id), _RELEASED)
-        if error is _RELEASED:
-            outcomes.append(store.DeliveryOutcome(event_id, channel, "released"))
-        elif error is None:
-            outcomes.append(store.DeliveryOutcome(event_id, channel, "sent"))
-        elif alerts.gives_up(row["created_at_ms"], now_ms):
-            outcomes.append(store.DeliveryOutcome(event_id, channel, "failed", error))
-            report.warnings.append(
-                f"gave up notifying {redact_channel_url(row['channel_url'])} of {row['monitor_name']} "
-                f"{row['kind']} after {row['attempts'] + 1} attempts: {error}"
-            )
-        else:
-            retry_at = alerts.retry_at_ms(row["attempts"] + 1, now_ms)
-            outcomes.append(store.DeliveryOutcome(event_id, channel, "retry", error, retry_at))
-    store.finish_deliveries(conn, token, now_ms, outcomes)
-    for channel, (_url, messages) in plans.items():
+    for channel, (url, messages) in plans.items():
         for msg in messages:
             error = results.get((channel, msg.event_ids[0]), _RELEASED)
+            covered = [row_of[(channel, event_id)] for event_id in msg.event_ids]
+            if error is _RELEASED:
+                outcomes += [store.DeliveryOutcome(r["event_id"], channel, "released") for r in covered]
+                continue
             if error is None:
                 report.sent += 1
-            elif error is not _RELEASED:
-                report.failed += 1
+                outcomes += [store.DeliveryOutcome(r["event_id"], channel, "sent") for r in covered]
+                continue
+            report.failed += 1
+            attempts = 1 + max(r["attempts"] for r in covered)
+            if any(alerts.gives_up(r["created_at_ms"], now_ms) for r in covered):
+                outcomes += [store.DeliveryOutcome(r["event_id"], channel, "failed", error) for r in covered]
+                report.warnings.append(
+                    f"gave up notifying {redact_channel_url(url)} of {msg.title!r} after {attempts} attempts: {error}"
+                )
+            else:
+                retry_at_ms = alerts.retry_at_ms(attempts, now_ms)
+                outcomes += [
+                    store.DeliveryOutcome(r["event_id"], channel, "retry", error, retry_at_ms) for r in covered
+                ]
+    store.finish_deliveries(conn, token, now_ms, outcomes)
     return report
 
 
