@@ -9,8 +9,9 @@
 --   * Every instant is an INTEGER of epoch milliseconds in a column named *_ms.
 --   * The clock is the cursor: nothing here says when a monitor runs next. A monitor is due in
 --     minute m when m % n = phase, n = max(interval_sec, plan floor) / 60 (see schedule.py).
---   * Only results are written per check: one rollup upsert, plus an incident row change on
---     an up/down transition.
+--   * Only results are written per check: one rollup upsert, plus an incident row change while
+--     a monitor is down or recovering (see "Alerts" at the end). A healthy monitor with no open
+--     incident costs the rollup upsert and nothing else.
 
 CREATE TABLE plans (
     id               INTEGER PRIMARY KEY,
@@ -98,7 +99,8 @@ CREATE TABLE rollups (
     PRIMARY KEY (monitor_id, hour_start_ms)
 ) STRICT, WITHOUT ROWID;
 
--- One row per outage: opened by the first down check, resolved by the next up check.
+-- One row per outage: opened by the first down check (its start is that check's time), resolved
+-- by the up checks that end it. The confirmation columns are added in "Alerts" below.
 CREATE TABLE incidents (
     id            INTEGER PRIMARY KEY,
     monitor_id    INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
@@ -131,3 +133,88 @@ CREATE TABLE ticks (
     opened         INTEGER,
     resolved       INTEGER
 ) STRICT;
+
+-- ---------------------------------------------------------------------------------------------
+-- Alerts: confirmation, notification channels, incident events and their deliveries.
+--
+-- Confirmation is counted on the open incident row, never per check of a healthy monitor: a
+-- monitor's first down check opens a *suspected* incident; after alert_after_checks consecutive
+-- down checks it is *confirmed* (and people are told); resolve_after_checks consecutive up checks
+-- resolve it. An up check while it is still suspected resolves it quietly (nobody was told).
+-- Columns are added with ALTER TABLE so this section stays in one place.
+
+-- consecutive down checks before an incident is confirmed and announced (1: at once)
+ALTER TABLE monitors ADD COLUMN alert_after_checks INTEGER NOT NULL DEFAULT 2
+    CHECK (alert_after_checks BETWEEN 1 AND 10);
+-- consecutive up checks before a confirmed incident is resolved
+ALTER TABLE monitors ADD COLUMN resolve_after_checks INTEGER NOT NULL DEFAULT 1
+    CHECK (resolve_after_checks BETWEEN 1 AND 10);
+-- NULL: no reminders; else remind every this many seconds while a confirmed incident stays open
+ALTER TABLE monitors ADD COLUMN remind_every_sec INTEGER
+    CHECK (remind_every_sec IS NULL OR remind_every_sec >= 60);
+
+-- 'suspected' until alert_after_checks consecutive down checks, then 'confirmed'
+ALTER TABLE incidents ADD COLUMN state TEXT NOT NULL DEFAULT 'suspected'
+    CHECK (state IN ('suspected', 'confirmed'));
+-- consecutive down checks counted until confirmation (the opening check is the first)
+ALTER TABLE incidents ADD COLUMN down_checks INTEGER NOT NULL DEFAULT 1;
+-- consecutive up checks while confirmed; a down check sets it back to 0
+ALTER TABLE incidents ADD COLUMN up_checks INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE incidents ADD COLUMN confirmed_at_ms INTEGER;
+-- the last reminder's time (NULL: none yet; the next is due a period after confirmed_at_ms)
+ALTER TABLE incidents ADD COLUMN reminded_at_ms INTEGER;
+
+-- 1: nearly every probe failed with dns/connect errors (or the canary failed): the probe host
+-- had lost its network. Those checks were counted as unknown; no incident changed, nobody was told.
+ALTER TABLE ticks ADD COLUMN network_lost INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1));
+
+-- Where notifications go: an Apprise URL (it holds secrets: show it only redacted) for one
+-- monitor, every monitor of one owner, or every monitor (both NULL).
+CREATE TABLE channels (
+    id            INTEGER PRIMARY KEY,
+    url           TEXT    NOT NULL,
+    monitor_id    INTEGER REFERENCES monitors (id) ON DELETE CASCADE,
+    owner_id      INTEGER REFERENCES owners (id) ON DELETE CASCADE,
+    created_at_ms INTEGER NOT NULL,
+    CHECK (monitor_id IS NULL OR owner_id IS NULL)
+) STRICT;
+
+-- What happened to an incident that people are told about: 'down' (confirmed), 'up' (resolved
+-- after being confirmed), 'reminder' (still down). Written in the tick's results transaction.
+CREATE TABLE incident_events (
+    id            INTEGER PRIMARY KEY,
+    incident_id   INTEGER NOT NULL REFERENCES incidents (id) ON DELETE CASCADE,
+    kind          TEXT    NOT NULL CHECK (kind IN ('down', 'up', 'reminder')),
+    created_at_ms INTEGER NOT NULL
+) STRICT;
+CREATE INDEX incident_events_by_incident ON incident_events (incident_id);
+
+-- One row per event per channel that should hear of it, made with the event. A tick claims a
+-- due row with a conditional UPDATE (state 'pending' -> 'sending', its own claim token), so two
+-- overlapping ticks never send the same one; 'sending' rows whose claim expired (the tick died
+-- mid-send) may be claimed again. A failed send goes back to 'pending' with a later
+-- next_attempt_at_ms, until the event is too old: then 'failed' (given up, warned once).
+CREATE TABLE deliveries (
+    event_id           INTEGER NOT NULL REFERENCES incident_events (id) ON DELETE CASCADE,
+    channel_id         INTEGER NOT NULL REFERENCES channels (id) ON DELETE CASCADE,
+    state              TEXT    NOT NULL DEFAULT 'pending'
+                               CHECK (state IN ('pending', 'sending', 'sent', 'failed')),
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at_ms INTEGER NOT NULL,
+    claim_token        TEXT,
+    claimed_until_ms   INTEGER,
+    sent_at_ms         INTEGER,
+    -- why the last attempt failed (from Apprise, channel secrets removed)
+    last_error         TEXT,
+    PRIMARY KEY (event_id, channel_id)
+) STRICT, WITHOUT ROWID;
+-- Only unfinished rows are indexed: an idle tick's "anything to send?" is one index probe.
+CREATE INDEX deliveries_due ON deliveries (next_attempt_at_ms) WHERE state = 'pending';
+CREATE INDEX deliveries_claimed ON deliveries (claimed_until_ms) WHERE state = 'sending';
+CREATE INDEX deliveries_by_channel ON deliveries (channel_id, event_id);
+
+-- Settings by name: 'network_canary_url' (a URL whose failure says the probe host is offline).
+CREATE TABLE settings (
+    name  TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) STRICT, WITHOUT ROWID;

@@ -13,7 +13,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from monitor_tick import clock, store
-from monitor_tick.model import InvalidMonitor, Monitor, check_settings
+from monitor_tick.model import AlertSettings, InvalidMonitor, Monitor, check_alert_settings, check_settings
 from monitor_tick.redact import redact_url
 from monitor_tick.tick import (
     DEFAULT_BUDGET_S,
@@ -179,6 +179,8 @@ def tick(
         fail(str(exc))
     for monitor_id, cause in report.invalid:
         typer.echo(f"monitor-tick: monitor {monitor_id} skipped: {cause}", err=True)
+    for warning in alert_warnings(report):
+        typer.echo(f"monitor-tick: {warning}", err=True)
     if as_json:
         emit_json(report.as_json())
     elif verbose:
@@ -188,7 +190,8 @@ def tick(
             data = report.as_json()
             typer.echo(
                 "minute {minute}: {due} due, {up} up, {down} down, {unknown} unknown, "
-                "{opened} opened, {resolved} resolved in {duration_ms} ms".format(**data),
+                "{opened} opened, {confirmed} confirmed, {resolved} resolved, {notified} notified "
+                "in {duration_ms} ms".format(**data),
                 err=True,
             )
             if report.covered or report.missed:
@@ -253,6 +256,15 @@ def add(
             help="Fire on wall-clock boundaries (hourly at :00, daily at 00:00 UTC) instead of a spread phase.",
         ),
     ] = False,
+    alert_after: Annotated[
+        int, typer.Option(help="Notify after this many consecutive down checks (1 to 10).")
+    ] = AlertSettings.alert_after_checks,
+    resolve_after: Annotated[
+        int, typer.Option(help="Resolve after this many consecutive up checks (1 to 10).")
+    ] = AlertSettings.resolve_after_checks,
+    remind: Annotated[
+        str | None, typer.Option(help="While it stays down, remind every this long (e.g. 1h). Default: never.")
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Add a monitor and print its id. Example: monitor-tick add https://example.org --every 1m"""
@@ -269,8 +281,12 @@ def add(
         "timeout_s": duration_s(timeout, "--timeout"),
         "retries": retries,
     }
+    remind_s = duration_s(remind, "--remind") if remind else None
     try:
         kind = check_settings(**settings)  # type: ignore[arg-type]
+        alert_settings = check_alert_settings(
+            AlertSettings(alert_after, resolve_after, None if remind_s is None else round(remind_s))
+        )
     except InvalidMonitor as exc:
         fail(str(exc), 2)
     monitor = Monitor(
@@ -278,7 +294,7 @@ def add(
     )  # type: ignore[arg-type]
     conn = connect(db_path(ctx, db))
     try:
-        new_id = store.add_monitor(conn, monitor, owner, clock.now_ms())
+        new_id = store.add_monitor(conn, monitor, owner, clock.now_ms(), alert_settings)
     except store.StoreError as exc:
         fail(str(exc))
     finally:
@@ -363,10 +379,11 @@ def remove(
     _change(ctx, db, lambda conn: store.remove_monitor(conn, monitor))
 
 
-def _change(ctx: typer.Context, db: str | None, action: Any) -> None:
+def _change(ctx: typer.Context, db: str | None, action: Any) -> Any:
+    """Run `action(conn)` on the database and return what it returns; a StoreError exits 1."""
     conn = connect(db_path(ctx, db))
     try:
-        action(conn)
+        return action(conn)
     except store.StoreError as exc:
         fail(str(exc))
     finally:
@@ -473,6 +490,11 @@ def maintenance_add(
             conn, monitor_ref=monitor, owner_name=owner, starts_at_ms=starts_ms, ends_at_ms=ends_ms
         ),
     )
+
+
+from monitor_tick.cli_notify import alert_warnings, notify_app  # noqa: E402 -- it builds on the helpers above
+
+app.add_typer(notify_app, name="notify")
 
 
 def main() -> None:

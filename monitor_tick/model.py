@@ -165,3 +165,37 @@ def monitor_from_row(row: dict[str, Any]) -> Monitor:
         timeout_s=float(row["timeout_s"]),
         retries=row["retries"],
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# Alerts
+
+
+MAX_CONFIRM_CHECKS = 10
+MIN_REMIND_EVERY_SEC = 60
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    """When a monitor's incidents are announced: after `alert_after_checks` consecutive down
+    checks; resolved after `resolve_after_checks` consecutive up checks; reminded every
+    `remind_every_sec` while confirmed and open (None: never)."""
+
+    alert_after_checks: int = 2
+    resolve_after_checks: int = 1
+    remind_every_sec: int | None = None
+
+
+def check_alert_settings(settings: AlertSettings) -> AlertSettings:
+    """Return `settings` when usable; raises InvalidMonitor naming the bad value."""
+    for name, value in (
+        ("alert after", settings.alert_after_checks),
+        ("resolve after", settings.resolve_after_checks),
+    ):
+        if isinstance(value, bool) or not isinstance(value, int) or not (1 <= value <= MAX_CONFIRM_CHECKS):
+            raise InvalidMonitor(f"{name} must be 1 to {MAX_CONFIRM_CHECKS} checks (got {value!r})")
+    remind = settings.remind_every_sec
+    bad_remind = isinstance(remind, bool) or not isinstance(remind, int) or remind < MIN_REMIND_EVERY_SEC
+    if remind is not None and bad_remind:
+        raise InvalidMonitor(f"reminders must be at least {MIN_REMIND_EVERY_SEC}s apart (got {remind!r}s)")
+    return settings

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 REDACTED = "***"
@@ -24,3 +26,63 @@ def redact_url(url: str) -> str:
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except (ValueError, AttributeError, TypeError):
         return f"{str(url)[:8]}{REDACTED}"
+
+
+def redact_channel_url(url: str) -> str:
+    """A notification (Apprise) URL with every part that may be a secret hidden.
+
+    Apprise URLs carry tokens in the user and password, in path segments, in the query and even
+    in the host position ('tgram://BOT_TOKEN/CHAT_ID', 'discord://WEBHOOK_ID/TOKEN'). Kept: the
+    scheme, the host and port when they are a host name or an address (they say where messages
+    go), and query keys. 'json://u:p@hooks.example.org:8080/a/b?token=x' ->
+    'json://***@hooks.example.org:8080/***/***?token=***'. Never raises.
+    """
+    scheme, sep, rest = str(url).partition("://")
+    if not sep or not scheme.isascii() or not scheme.replace("+", "").isalnum():
+        return REDACTED
+    rest = rest.partition("#")[0]
+    rest, _, query = rest.partition("?")
+    netloc, _, path = rest.partition("/")
+    _, at, host_port = netloc.rpartition("@")
+    out = f"{scheme}://{REDACTED + '@' if at else ''}{host_port if _is_host(host_port) else REDACTED}"
+    segments = [segment for segment in path.split("/") if segment]
+    if segments:
+        out += "/" + "/".join(REDACTED for _ in segments)
+    if query:
+        keys = [key for key, _ in parse_qsl(query, keep_blank_values=True)]
+        out += "?" + "&".join(f"{key}={REDACTED}" for key in keys) if keys else f"?{REDACTED}"
+    return out
+
+
+def scrub(text: str, url: str) -> str:
+    """`text` (e.g. an error from a notification library) with the secret parts of `url` hidden."""
+    visible = set(_pieces(redact_channel_url(url)))
+    secrets = sorted({p for p in _pieces(str(url).partition("://")[2]) if len(p) >= 4 and p not in visible}, key=len)
+    for secret in reversed(secrets):
+        text = text.replace(secret, REDACTED)
+    return text
+
+
+def _pieces(text: str) -> list[str]:
+    return [p for p in re.split(r"[:/@?&=#]+", text) if p]
+
+
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z][A-Za-z0-9-]*$")
+
+
+def _is_host(host_port: str) -> bool:
+    """A host name with a dot, localhost, or an IP address, with an optional numeric port."""
+    if host_port.startswith("["):
+        address, _, port = host_port[1:].partition("]")
+        port = port.removeprefix(":")
+    else:
+        address, _, port = host_port.partition(":")
+    if port and not port.isdigit():
+        return False
+    if address == "localhost" or _HOSTNAME.match(address):
+        return True
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return True

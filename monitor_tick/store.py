@@ -18,12 +18,13 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
 from monitor_tick.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
-from monitor_tick.model import CheckResult, Monitor
+from monitor_tick.incidents import Open, Step, Transition, step
+from monitor_tick.model import AlertSettings, CheckResult, Monitor
 
 SCHEMA_VERSION = 1
 DEFAULT_BUSY_TIMEOUT_S = 10.0
@@ -351,6 +352,7 @@ class WriteSummary:
     opened: list[int]
     resolved: list[int]
     stale: int
+    confirmed: list[int] = field(default_factory=list)  # incidents announced as down this tick
 
 
 _UPSERT_ROLLUP = """
@@ -376,34 +378,29 @@ def write_results(
     at_ms: int,
     results: Iterable[CheckResult],
     finished_at_ms: int,
+    *,
+    network_lost: bool = False,
 ) -> WriteSummary:
     """Write one tick's results in one transaction: a rollup upsert per decided check, an
-    incident opened or resolved per transition, and the tick's rows in the ledger (`minutes`:
-    the run's own minute first, then the minutes it caught up).
+    incident step per down check or per up check of a monitor with an open incident (see
+    incidents.py; confirming and resolving record events to notify), and the tick's rows in the
+    ledger (`minutes`: the run's own minute first, then the minutes it caught up;
+    `network_lost` marks them: see "Alerts" below).
 
     A result is stale when a newer check of the same monitor is already counted (a later tick
     that overlapped this one committed first): it is counted in the rollup but changes no
     incident, so state never flips backwards. Raises sqlite3.Error; nothing is written then.
     """
-    from monitor_tick.incidents import Transition, transition
-
     up = down = unknown = stale = 0
     opened: list[int] = []
     resolved: list[int] = []
+    confirmed: list[int] = []
     hour_ms = hour_start_ms(at_ms)
     with write_tx(conn):
-        open_by_monitor = dict(
-            conn.execute("SELECT monitor_id, id FROM incidents WHERE resolved_at_ms IS NULL").fetchall()
-        )
+        open_by_monitor = _open_incidents(conn)
         results = list(results)
         # a monitor removed while the tick probed: its result has nowhere to go
-        existing = {
-            row[0]
-            for row in conn.execute(
-                "SELECT id FROM monitors WHERE id IN (SELECT value FROM json_each(?))",
-                (json.dumps([r.monitor_id for r in results]),),
-            )
-        }
+        existing = _alert_thresholds(conn, [r.monitor_id for r in results])
         for result in results:
             if result.monitor_id not in existing:
                 continue
@@ -429,19 +426,16 @@ def write_results(
             if last_check_ms > at_ms:
                 stale += 1
                 continue
-            change = transition(result.monitor_id in open_by_monitor, is_up)
-            if change is Transition.OPEN:
-                conn.execute(
-                    "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status) VALUES (?, ?, ?, ?)",
-                    (result.monitor_id, at_ms, result.cause or "down", result.http_status),
-                )
-                opened.append(result.monitor_id)
-            elif change is Transition.RESOLVE:
-                conn.execute(
-                    "UPDATE incidents SET resolved_at_ms = ? WHERE id = ? AND resolved_at_ms IS NULL",
-                    (at_ms, open_by_monitor[result.monitor_id]),
-                )
-                resolved.append(result.monitor_id)
+            change = _apply_incident_step(
+                conn, result, open_by_monitor.get(result.monitor_id), existing[result.monitor_id], at_ms
+            )
+            if change is not None:
+                if change.transition is Transition.OPEN:
+                    opened.append(result.monitor_id)
+                elif change.transition is Transition.RESOLVE:
+                    resolved.append(result.monitor_id)
+                if change.confirms:
+                    confirmed.append(result.monitor_id)
         own_minute, *covered = minutes
         conn.execute(
             "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
@@ -461,7 +455,9 @@ def write_results(
             "UPDATE ticks SET finished_at_ms = ? WHERE minute = ? AND covered_by = ?",
             [(finished_at_ms, minute, own_minute) for minute in covered],
         )
-    return WriteSummary(up, down, unknown, opened, resolved, stale)
+        if network_lost:
+            _mark_network_lost(conn, minutes)
+    return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
 
 
 def housekeep(conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int) -> tuple[int, int]:
@@ -538,7 +534,13 @@ def add_owner(conn: sqlite3.Connection, name: str, plan_name: str, plan_expires_
         )
 
 
-def add_monitor(conn: sqlite3.Connection, monitor: Monitor, owner_name: str | None, created_at_ms: int) -> int:
+def add_monitor(
+    conn: sqlite3.Connection,
+    monitor: Monitor,
+    owner_name: str | None,
+    created_at_ms: int,
+    alerts: AlertSettings = AlertSettings(),  # noqa: B008 -- frozen, so one shared default is safe
+) -> int:
     with write_tx(conn):
         if _one(conn, "SELECT id FROM monitors WHERE name = ?", (monitor.name,)) is not None:
             raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
@@ -546,8 +548,9 @@ def add_monitor(conn: sqlite3.Connection, monitor: Monitor, owner_name: str | No
         return int(
             conn.execute(
                 "INSERT INTO monitors (owner_id, name, kind, url, interval_sec, aligned, method, "
-                "expect_status, keyword, timeout_s, retries, created_at_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "expect_status, keyword, timeout_s, retries, created_at_ms, "
+                "alert_after_checks, resolve_after_checks, remind_every_sec) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     owner,
                     monitor.name,
@@ -561,6 +564,9 @@ def add_monitor(conn: sqlite3.Connection, monitor: Monitor, owner_name: str | No
                     monitor.timeout_s,
                     monitor.retries,
                     created_at_ms,
+                    alerts.alert_after_checks,
+                    alerts.resolve_after_checks,
+                    alerts.remind_every_sec,
                 ),
             ).lastrowid
             or 0
@@ -585,12 +591,18 @@ def remove_monitor(conn: sqlite3.Connection, ref: str) -> int:
     return found
 
 
+def _scope(conn: sqlite3.Connection, monitor_ref: str | None, owner_name: str | None) -> tuple[int | None, int | None]:
+    """(monitor id, owner id) of a row that covers one monitor or one owner's monitors."""
+    monitor = monitor_id(conn, monitor_ref) if monitor_ref else None
+    owner = owner_id(conn, owner_name) if owner_name else None
+    return monitor, owner
+
+
 def add_maintenance(
     conn: sqlite3.Connection, *, monitor_ref: str | None, owner_name: str | None, starts_at_ms: int, ends_at_ms: int
 ) -> int:
     with write_tx(conn):
-        monitor = monitor_id(conn, monitor_ref) if monitor_ref else None
-        owner = owner_id(conn, owner_name) if owner_name else None
+        monitor, owner = _scope(conn, monitor_ref, owner_name)
         return int(
             conn.execute(
                 "INSERT INTO maintenance_windows (monitor_id, owner_id, starts_at_ms, ends_at_ms) VALUES (?, ?, ?, ?)",
@@ -667,3 +679,291 @@ def incidents_for(conn: sqlite3.Connection, monitor: int) -> list[tuple[int, int
 
 RETENTION_DEFAULT_MS = 400 * MS_PER_DAY
 AUTO_PAUSE_DEFAULT_MS = 7 * MS_PER_DAY
+
+
+# ---------------------------------------------------------------------------------------------
+# Alerts: confirmation counted on the open incident, incident events, channels, deliveries
+# (schema.sql "Alerts"). Delivery runs after the results commit; every claim is a conditional
+# UPDATE under BEGIN IMMEDIATE, so overlapping ticks never hold the same delivery.
+
+CANARY_SETTING = "network_canary_url"
+
+
+def _open_incidents(conn: sqlite3.Connection) -> dict[int, tuple[int, Open]]:
+    """monitor id -> (incident id, its counters) for every open incident."""
+    return {
+        monitor: (incident, Open(state, downs, ups))
+        for monitor, incident, state, downs, ups in conn.execute(
+            "SELECT monitor_id, id, state, down_checks, up_checks FROM incidents WHERE resolved_at_ms IS NULL"
+        )
+    }
+
+
+def _alert_thresholds(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, AlertSettings]:
+    """The alert settings of those of `monitor_ids` that still exist."""
+    return {
+        row[0]: AlertSettings(row[1], row[2], row[3])
+        for row in conn.execute(
+            "SELECT id, alert_after_checks, resolve_after_checks, remind_every_sec FROM monitors "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(monitor_ids)),),
+        )
+    }
+
+
+def _apply_incident_step(
+    conn: sqlite3.Connection,
+    result: CheckResult,
+    open_incident: tuple[int, Open] | None,
+    settings: AlertSettings,
+    at_ms: int,
+) -> Step | None:
+    """Write what one decided, current check does to its monitor's incident (incidents.step),
+    and record the event people are told about, if any."""
+    incident_id, counters = open_incident if open_incident is not None else (None, None)
+    change = step(
+        counters,
+        result.status == "up",
+        alert_after=settings.alert_after_checks,
+        resolve_after=settings.resolve_after_checks,
+    )
+    if change is None:
+        return None
+    confirmed_at_ms = at_ms if change.confirms else None
+    if change.transition is Transition.OPEN:
+        incident_id = conn.execute(
+            "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status, state, down_checks, "
+            "up_checks, confirmed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                result.monitor_id,
+                at_ms,
+                result.cause or "down",
+                result.http_status,
+                change.state,
+                change.down_checks,
+                change.up_checks,
+                confirmed_at_ms,
+            ),
+        ).lastrowid
+    elif change.transition is Transition.COUNT:
+        conn.execute(
+            "UPDATE incidents SET state = ?, down_checks = ?, up_checks = ?, "
+            "confirmed_at_ms = coalesce(confirmed_at_ms, ?) WHERE id = ? AND resolved_at_ms IS NULL",
+            (change.state, change.down_checks, change.up_checks, confirmed_at_ms, incident_id),
+        )
+    else:
+        conn.execute(
+            "UPDATE incidents SET up_checks = ?, resolved_at_ms = ? WHERE id = ? AND resolved_at_ms IS NULL",
+            (change.up_checks, at_ms, incident_id),
+        )
+    if change.event is not None and incident_id is not None:
+        _record_event(conn, incident_id, result.monitor_id, change.event.value, at_ms)
+    return change
+
+
+def _record_event(conn: sqlite3.Connection, incident_id: int, monitor: int, kind: str, at_ms: int) -> None:
+    """An incident event, and a pending delivery to every channel that covers the monitor."""
+    event_id = conn.execute(
+        "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (?, ?, ?)",
+        (incident_id, kind, at_ms),
+    ).lastrowid
+    conn.execute(
+        "INSERT INTO deliveries (event_id, channel_id, next_attempt_at_ms) "
+        "SELECT ?, c.id, ? FROM monitors m JOIN channels c "
+        "ON c.monitor_id = m.id OR c.owner_id = m.owner_id OR (c.monitor_id IS NULL AND c.owner_id IS NULL) "
+        "WHERE m.id = ?",
+        (event_id, at_ms, monitor),
+    )
+
+
+def _mark_network_lost(conn: sqlite3.Connection, minutes: Sequence[int]) -> None:
+    conn.executemany("UPDATE ticks SET network_lost = 1 WHERE minute = ?", [(m,) for m in minutes])
+
+
+# Confirmed open incidents of active monitors whose next reminder is due, when anyone listens.
+_DUE_REMINDERS = """
+SELECT i.id, i.monitor_id FROM incidents i JOIN monitors m ON m.id = i.monitor_id
+ WHERE i.resolved_at_ms IS NULL AND i.state = 'confirmed'
+   AND m.remind_every_sec IS NOT NULL AND m.enabled = 1 AND m.auto_paused = 0
+   AND coalesce(i.reminded_at_ms, i.confirmed_at_ms) + m.remind_every_sec * 1000 <= :now_ms
+   AND EXISTS (SELECT 1 FROM channels)
+"""
+
+# Deliveries a run may claim: due, or claimed by a run whose claim expired (it died mid-send),
+# and not behind an older delivery to the same channel that is waiting (backing off, or being
+# sent by another run) -- a channel hears of its events in order.
+_CLAIMABLE = """
+SELECT d.event_id, d.channel_id FROM deliveries d
+ WHERE ((d.state = 'pending' AND d.next_attempt_at_ms <= :now_ms)
+        OR (d.state = 'sending' AND d.claimed_until_ms <= :now_ms))
+   AND NOT EXISTS (SELECT 1 FROM deliveries b
+                    WHERE b.channel_id = d.channel_id AND b.event_id < d.event_id
+                      AND ((b.state = 'pending' AND b.next_attempt_at_ms > :now_ms)
+                           OR (b.state = 'sending' AND b.claimed_until_ms > :now_ms)))
+"""
+
+
+def has_delivery_work(conn: sqlite3.Connection, now_ms: int) -> bool:
+    """Whether anything is to be sent at `now_ms`: a due delivery or a due reminder. One read
+    through partial indexes, so an idle tick stays cheap."""
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM deliveries WHERE state = 'pending' AND next_attempt_at_ms <= :now_ms) "
+        "OR EXISTS (SELECT 1 FROM deliveries WHERE state = 'sending' AND claimed_until_ms <= :now_ms) "
+        f"OR EXISTS ({_DUE_REMINDERS})",
+        {"now_ms": now_ms},
+    ).fetchone()
+    return bool(row[0])
+
+
+def add_due_reminders(conn: sqlite3.Connection, now_ms: int) -> int:
+    """Record a reminder event (with its deliveries) for every incident whose reminder is due."""
+    with write_tx(conn):
+        due = conn.execute(_DUE_REMINDERS, {"now_ms": now_ms}).fetchall()
+        for incident_id, monitor in due:
+            conn.execute("UPDATE incidents SET reminded_at_ms = ? WHERE id = ?", (now_ms, incident_id))
+            _record_event(conn, incident_id, monitor, "reminder", now_ms)
+    return len(due)
+
+
+def claim_deliveries(
+    conn: sqlite3.Connection, now_ms: int, token: str, claimed_until_ms: int, limit: int
+) -> list[dict[str, Any]]:
+    """Claim up to `limit` deliveries for this run (`token`) until `claimed_until_ms`, oldest
+    first, and return them with what their messages need, ordered by channel then event."""
+    with write_tx(conn):
+        conn.execute(
+            "UPDATE deliveries SET state = 'sending', claim_token = :token, claimed_until_ms = :until "
+            f"WHERE (event_id, channel_id) IN ({_CLAIMABLE} ORDER BY d.event_id LIMIT :limit) "
+            "AND (state = 'pending' OR claimed_until_ms <= :now_ms)",
+            {"token": token, "until": claimed_until_ms, "now_ms": now_ms, "limit": limit},
+        )
+        conn.row_factory = sqlite3.Row
+        try:
+            rows = conn.execute(
+                """
+                SELECT d.event_id, d.channel_id, d.attempts, c.url AS channel_url,
+                       e.kind, e.created_at_ms, m.name AS monitor_name, m.url AS monitor_url,
+                       i.cause, i.http_status, i.started_at_ms, i.resolved_at_ms
+                  FROM deliveries d
+                  JOIN channels c ON c.id = d.channel_id
+                  JOIN incident_events e ON e.id = d.event_id
+                  JOIN incidents i ON i.id = e.incident_id
+                  JOIN monitors m ON m.id = i.monitor_id
+                 WHERE d.state = 'sending' AND d.claim_token = ?
+                 ORDER BY d.channel_id, d.event_id
+                """,
+                (token,),
+            ).fetchall()
+        finally:
+            conn.row_factory = None
+    return [dict(row) for row in rows]
+
+
+@dataclass(frozen=True)
+class DeliveryOutcome:
+    """What became of one claimed delivery: 'sent', 'retry' (at next_attempt_at_ms), 'failed'
+    (given up) or 'released' (not attempted in this run; its attempts are unchanged)."""
+
+    event_id: int
+    channel_id: int
+    outcome: str
+    error: str | None = None
+    next_attempt_at_ms: int | None = None
+
+
+def finish_deliveries(conn: sqlite3.Connection, token: str, now_ms: int, outcomes: Sequence[DeliveryOutcome]) -> int:
+    """Record outcomes of this run's claims; a claim another run has since taken over (ours
+    expired) is left alone. Returns how many were recorded."""
+    updates = {
+        "sent": "state = 'sent', attempts = attempts + 1, sent_at_ms = :now_ms, last_error = NULL",
+        "retry": "state = 'pending', attempts = attempts + 1, next_attempt_at_ms = :next, last_error = :error",
+        "failed": "state = 'failed', attempts = attempts + 1, last_error = :error",
+        "released": "state = 'pending'",
+    }
+    recorded = 0
+    with write_tx(conn):
+        for o in outcomes:
+            recorded += conn.execute(
+                f"UPDATE deliveries SET {updates[o.outcome]}, claim_token = NULL, claimed_until_ms = NULL "
+                "WHERE event_id = :event AND channel_id = :channel AND state = 'sending' AND claim_token = :token",
+                {
+                    "now_ms": now_ms,
+                    "next": o.next_attempt_at_ms,
+                    "error": o.error,
+                    "event": o.event_id,
+                    "channel": o.channel_id,
+                    "token": token,
+                },
+            ).rowcount
+    return recorded
+
+
+def add_channel(
+    conn: sqlite3.Connection, url: str, *, monitor_ref: str | None, owner_name: str | None, created_at_ms: int
+) -> int:
+    with write_tx(conn):
+        monitor, owner = _scope(conn, monitor_ref, owner_name)
+        return int(
+            conn.execute(
+                "INSERT INTO channels (url, monitor_id, owner_id, created_at_ms) VALUES (?, ?, ?, ?)",
+                (url, monitor, owner, created_at_ms),
+            ).lastrowid
+            or 0
+        )
+
+
+def list_channels(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+    """Every channel with what it covers and how its deliveries stand. `url` holds secrets."""
+    conn.row_factory = sqlite3.Row
+    try:
+        rows = conn.execute(
+            """
+            SELECT c.id, c.url, m.name AS monitor, o.name AS owner,
+                   (SELECT count(*) FROM deliveries d
+                     WHERE d.channel_id = c.id AND d.state IN ('pending', 'sending')) AS pending,
+                   (SELECT count(*) FROM deliveries d WHERE d.channel_id = c.id AND d.state = 'sent') AS sent,
+                   (SELECT count(*) FROM deliveries d WHERE d.channel_id = c.id AND d.state = 'failed') AS failed
+              FROM channels c
+              LEFT JOIN monitors m ON m.id = c.monitor_id
+              LEFT JOIN owners o ON o.id = c.owner_id
+             ORDER BY c.id
+            """
+        ).fetchall()
+    finally:
+        conn.row_factory = None
+    return [dict(row) for row in rows]
+
+
+def channel_urls(conn: sqlite3.Connection, channel: int | None = None) -> list[tuple[int, str]]:
+    """(id, url) of one channel or of all; raises StoreError for an unknown id."""
+    if channel is None:
+        return [(int(i), str(u)) for i, u in conn.execute("SELECT id, url FROM channels ORDER BY id")]
+    url = _one(conn, "SELECT url FROM channels WHERE id = ?", (channel,))
+    if url is None:
+        raise StoreError(f"no channel {channel}")
+    return [(channel, str(url))]
+
+
+def remove_channel(conn: sqlite3.Connection, channel: int) -> None:
+    """Delete a channel with its deliveries; raises StoreError for an unknown id."""
+    with write_tx(conn):
+        if not conn.execute("DELETE FROM channels WHERE id = ?", (channel,)).rowcount:
+            raise StoreError(f"no channel {channel}")
+
+
+def get_setting(conn: sqlite3.Connection, name: str) -> str | None:
+    found = _one(conn, "SELECT value FROM settings WHERE name = ?", (name,))
+    return None if found is None else str(found)
+
+
+def set_setting(conn: sqlite3.Connection, name: str, value: str | None) -> None:
+    """Set a setting, or remove it with None."""
+    with write_tx(conn):
+        if value is None:
+            conn.execute("DELETE FROM settings WHERE name = ?", (name,))
+        else:
+            conn.execute(
+                "INSERT INTO settings (name, value) VALUES (?, ?) "
+                "ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                (name, value),
+            )

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick import clock, schedule, store
+from monitor_tick import alerts, clock, notify, schedule, store
 from monitor_tick.model import CheckResult, InvalidMonitor, Monitor, ProbeResult, monitor_from_row
 
 if TYPE_CHECKING:
@@ -41,6 +41,7 @@ class TickOptions:
     busy_timeout_s: float = store.DEFAULT_BUSY_TIMEOUT_S
     # refuse probes to private, loopback, link-local and metadata addresses (shared installs)
     guard: AddressGuard | None = None
+    notify_timeout_s: float = notify.SEND_TIMEOUT_S  # one notification to one channel
     # for tests and embedding: an httpx transport and TLS verification to use
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True
@@ -59,6 +60,8 @@ class TickReport:
     summary: store.WriteSummary | None = None
     duration_ms: int = 0
     housekeeping: tuple[int, int] | None = None
+    network_lost: bool = False
+    delivery: notify.DeliveryReport | None = None
 
     def as_json(self) -> dict[str, Any]:
         s = self.summary
@@ -74,6 +77,9 @@ class TickReport:
             "invalid": len(self.invalid),
             "opened": len(s.opened) if s else 0,
             "resolved": len(s.resolved) if s else 0,
+            "confirmed": len(s.confirmed) if s else 0,
+            "network_lost": self.network_lost,
+            "notified": self.delivery.sent if self.delivery else 0,
             "duration_ms": self.duration_ms,
         }
 
@@ -134,13 +140,22 @@ def run_tick(options: TickOptions) -> TickReport:
         good, bad = split_rows(select_due_rows(conn, minutes, now_ms))
         probes = _probe(good, options) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
+        network_lost = alerts.network_lost(results, _probe_canary(conn, results, options))
+        if network_lost:
+            results = alerts.offline(results)
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
-        summary = store.write_results(conn, minutes, now_ms, results, finished_at_ms=now_ms + duration_ms)
+        summary = store.write_results(
+            conn, minutes, now_ms, results, finished_at_ms=now_ms + duration_ms, network_lost=network_lost
+        )
         housekeeping = None
         if any(schedule.is_housekeeping_minute(m) for m in minutes):
             housekeeping = store.housekeep(
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
             )
+        # after the results are committed; nobody is told anything while our network is down
+        delivery = (
+            None if network_lost else notify.deliver_pending(conn, now_ms, send_timeout_s=options.notify_timeout_s)
+        )
     except store.sqlite3.Error as exc:
         raise store.StoreError(store.describe_error(exc, options.db_path)) from None
     finally:
@@ -157,6 +172,8 @@ def run_tick(options: TickOptions) -> TickReport:
         summary=summary,
         duration_ms=clock.elapsed_ms(started, time.perf_counter()),
         housekeeping=housekeeping,
+        network_lost=network_lost,
+        delivery=delivery,
     )
 
 
@@ -182,3 +199,25 @@ def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
             )
 
     return asyncio.run(main())
+
+
+def _probe_canary(
+    conn: store.sqlite3.Connection, results: list[CheckResult], options: TickOptions
+) -> CheckResult | None:
+    """Probe the network canary (a setting), only when some check failed at network level."""
+    if not any(alerts.is_network_failure(r) for r in results):
+        return None
+    url = store.get_setting(conn, store.CANARY_SETTING)
+    if url is None:
+        return None
+    canary = Monitor(
+        id=0,
+        name="network canary",
+        kind="http",
+        url=url,
+        interval_sec=60,
+        effective_interval_sec=60,
+        timeout_s=5,
+        retries=0,
+    )
+    return CheckResult.of(0, _probe([canary], options)[0])

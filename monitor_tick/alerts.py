@@ -1,0 +1,184 @@
+"""Alert policy, as pure functions: what a message says, when many become one summary, when a
+failed delivery is tried again or given up, and when a tick's failures are our own network's.
+
+Sending lives in notify.py; state lives in store.py ("Alerts" section).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from monitor_tick import clock
+from monitor_tick.model import CheckResult
+from monitor_tick.redact import redact_url
+
+# More than this many events of one kind for one channel in one delivery run: one summary.
+STORM_THRESHOLD = 5
+
+# A failed delivery is tried again after 1, 2, 4, ... minutes, at most this far apart ...
+RETRY_FIRST_MS = clock.MS_PER_MINUTE
+RETRY_MAX_MS = 30 * clock.MS_PER_MINUTE
+# ... until its event is this old: then it is given up, with one warning.
+GIVE_UP_AFTER_MS = 6 * clock.MS_PER_HOUR
+
+# Our own outage: at least this many decided checks, and at least this share of them failed
+# with a network-level cause (the host could not resolve or connect to anything).
+OFFLINE_MIN_CHECKS = 5
+OFFLINE_SHARE = 0.9
+
+TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN"}
+# Apprise's notify types: they pick colours and icons on services that have them
+NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Messages
+
+
+@dataclass(frozen=True)
+class EventInfo:
+    """One incident event to tell one channel about (what a message is made from)."""
+
+    event_id: int
+    kind: str  # down, up, reminder
+    created_at_ms: int
+    monitor_name: str
+    monitor_url: str
+    cause: str
+    http_status: int | None
+    started_at_ms: int
+    resolved_at_ms: int | None
+
+
+@dataclass(frozen=True)
+class Message:
+    title: str
+    body: str
+    notify_type: str
+    event_ids: tuple[int, ...]  # the events this message tells of
+
+
+def _down_for(event: EventInfo) -> str:
+    end_ms = event.resolved_at_ms if event.resolved_at_ms is not None else event.created_at_ms
+    return clock.format_duration_s(clock.ms_to_s(max(0, end_ms - event.started_at_ms)))
+
+
+def message(event: EventInfo) -> Message:
+    """The message for one event. The URL is shown with credentials and query values hidden."""
+    name = event.monitor_name
+    lead = {
+        "down": f"{name} is down.",
+        "up": f"{name} is up again after {_down_for(event)} down.",
+        "reminder": f"{name} is still down, for {_down_for(event)} now.",
+    }[event.kind]
+    lines = [
+        lead,
+        "",
+        f"URL: {redact_url(event.monitor_url)}",
+        f"Cause: {event.cause}",
+        f"HTTP status: {event.http_status if event.http_status is not None else 'none (no answer)'}",
+        f"Down since: {clock.iso_from_ms(event.started_at_ms)}",
+    ]
+    if event.resolved_at_ms is not None and event.kind == "up":
+        lines += [f"Up since: {clock.iso_from_ms(event.resolved_at_ms)}", f"Down for: {_down_for(event)}"]
+    return Message(f"{TITLES[event.kind]}: {name}", "\n".join(lines), NOTIFY_TYPES[event.kind], (event.event_id,))
+
+
+def summary(kind: str, events: Sequence[EventInfo]) -> Message:
+    """One message for many events of one kind (a storm)."""
+    lines = []
+    for e in events:
+        if kind == "up":
+            detail = f"up after {_down_for(e)} down"
+        else:
+            detail = f"{e.cause} since {clock.iso_from_ms(e.started_at_ms)}"
+        lines.append(f"- {e.monitor_name}: {detail} ({redact_url(e.monitor_url)})")
+    verb = {"down": "are down", "up": "are up again", "reminder": "are still down"}[kind]
+    body = f"{len(events)} monitors {verb}:\n" + "\n".join(lines)
+    return Message(
+        f"{TITLES[kind]}: {len(events)} monitors", body, NOTIFY_TYPES[kind], tuple(e.event_id for e in events)
+    )
+
+
+def compose(events: Sequence[EventInfo]) -> list[Message]:
+    """One channel's messages for its events, oldest first. A kind with more than
+    STORM_THRESHOLD events becomes one summary, placed where its first event was."""
+    by_kind: dict[str, list[EventInfo]] = {}
+    for event in events:
+        by_kind.setdefault(event.kind, []).append(event)
+    messages: list[Message] = []
+    summarised: set[str] = set()
+    for event in sorted(events, key=lambda e: e.event_id):
+        group = by_kind[event.kind]
+        if len(group) <= STORM_THRESHOLD:
+            messages.append(message(event))
+        elif event.kind not in summarised:
+            summarised.add(event.kind)
+            messages.append(summary(event.kind, group))
+    return messages
+
+
+def trial_message(now_ms: int) -> Message:
+    return Message(
+        "monitor-tick test",
+        f"A test message from monitor-tick, sent {clock.iso_from_ms(now_ms)}. This channel works.",
+        "info",
+        (),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Retries
+
+
+def retry_at_ms(attempts: int, now_ms: int) -> int:
+    """When a delivery that has failed `attempts` times (>= 1) is tried next."""
+    delay_ms = RETRY_FIRST_MS * 2 ** min(max(attempts - 1, 0), 16)
+    return now_ms + min(delay_ms, RETRY_MAX_MS)
+
+
+def gives_up(event_created_at_ms: int, now_ms: int) -> bool:
+    """True when a failed delivery of an event this old is not tried again."""
+    return now_ms - event_created_at_ms >= GIVE_UP_AFTER_MS
+
+
+# ---------------------------------------------------------------------------------------------
+# Our own outage
+
+
+def is_network_failure(result: CheckResult) -> bool:
+    """A down check that never reached the site: name resolution or connecting failed."""
+    cause = result.cause or ""
+    return result.status == "down" and (cause == "dns" or cause.startswith("connect"))
+
+
+def network_lost(results: Sequence[CheckResult], canary: CheckResult | None = None) -> bool:
+    """Whether this tick's failures are the probe host's own lost network.
+
+    With a canary check (probed when some check failed at network level), the canary decides.
+    Without one: at least OFFLINE_MIN_CHECKS decided checks, nearly all failing at network level.
+    """
+    if canary is not None:
+        return canary.status == "down" and any(is_network_failure(r) for r in results)
+    decided = [r for r in results if r.status != "unknown"]
+    if len(decided) < OFFLINE_MIN_CHECKS:
+        return False
+    failed = sum(is_network_failure(r) for r in decided)
+    return failed >= OFFLINE_SHARE * len(decided)
+
+
+OFFLINE_CAUSE = "network lost"
+
+
+def offline(results: Sequence[CheckResult]) -> list[CheckResult]:
+    """The results of a tick whose network was lost: down checks become unknown (counted
+    neither way, so they open nothing); up checks are real answers and stay."""
+    return [
+        replace(r, status="unknown", cause=f"{OFFLINE_CAUSE} ({r.cause})") if r.status == "down" else r for r in results
+    ]
+
+
+def is_offline(result: CheckResult) -> bool:
+    """A check set aside by `offline`."""
+    return result.status == "unknown" and (result.cause or "").startswith(OFFLINE_CAUSE)
