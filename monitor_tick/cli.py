@@ -13,7 +13,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from monitor_tick import clock, store
-from monitor_tick.model import InvalidMonitor, Monitor, check_settings
+from monitor_tick.model import InvalidMonitor, Monitor, check_settings, monitor_state
 from monitor_tick.redact import redact_url
 from monitor_tick.tick import DEFAULT_CONCURRENCY, DEFAULT_RETRY_DELAY_S, TickOptions, due_now, run_tick
 
@@ -113,6 +113,12 @@ def tick(
         str, typer.Option(help="Pause before a failed probe is tried again within the tick (0 for none).")
     ] = f"{DEFAULT_RETRY_DELAY_S:g}s",
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Say on stderr what the tick did.")] = False,
+    status_page: Annotated[
+        str | None, typer.Option(metavar="DIR", help="After the tick, rewrite the status page and badges in DIR.")
+    ] = None,
+    metrics_file: Annotated[
+        str | None, typer.Option(metavar="PATH", help="After the tick, write Prometheus metrics (textfile format).")
+    ] = None,
 ) -> None:
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -144,6 +150,10 @@ def tick(
                 "{opened} opened, {resolved} resolved in {duration_ms} ms".format(**data),
                 err=True,
             )
+    if report.claimed and (status_page or metrics_file):
+        from monitor_tick.cli_status import after_tick
+
+        after_tick(path, report, status_page, metrics_file)
 
 
 def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
@@ -260,20 +270,6 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         typer.echo("* raised to the owner's plan floor")
 
 
-def monitor_state(row: dict[str, Any]) -> str:
-    if not row["enabled"]:
-        return "paused"
-    if row["auto_paused"]:
-        return "auto-paused"
-    if row["in_maintenance"]:
-        return "maintenance"
-    if row["down_since_ms"] is not None:
-        return "down"
-    if row["last_check_ms"] is None:
-        return "new"
-    return "up"
-
-
 @app.command()
 def pause(
     ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
@@ -306,48 +302,6 @@ def _change(ctx: typer.Context, db: str | None, action: Any) -> None:
         fail(str(exc))
     finally:
         conn.close()
-
-
-@app.command()
-def report(
-    ctx: typer.Context,
-    since: Annotated[str, typer.Option(help="How far back: 24h, 7d, ... (whole UTC hours are counted).")] = "24h",
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Per monitor: checks, failures, uptime % (by checks), average latency of up checks, open incident."""
-    window_ms = clock.s_to_ms(duration_s(since, "--since"))
-    conn = connect(db_path(ctx, db))
-    try:
-        rows = store.report(conn, clock.now_ms() - window_ms)
-    finally:
-        conn.close()
-    out = []
-    for row in rows:
-        checks, failures = row["checks"], row["failures"]
-        answered = checks - failures
-        out.append(
-            {
-                "id": row["id"],
-                "name": row["name"],
-                "checks": checks,
-                "failures": failures,
-                "uptime_pct": None if not checks else round(100 * (checks - failures) / checks, 3),
-                "avg_latency_ms": round(row["latency_ms_sum"] / answered, 1) if answered else None,
-                "open_incident": bool(row["open_incident"]),
-            }
-        )
-    if as_json:
-        emit_json(out)
-        return
-    typer.echo(f"{'ID':>5}  {'NAME':<24} {'CHECKS':>7} {'FAILED':>7} {'UPTIME':>8} {'AVG MS':>8}  OPEN")
-    for r in out:
-        uptime = "-" if r["uptime_pct"] is None else f"{r['uptime_pct']:.2f}%"
-        latency = "-" if r["avg_latency_ms"] is None else f"{r['avg_latency_ms']:.0f}"
-        typer.echo(
-            f"{r['id']:>5}  {r['name'][:24]:<24} {r['checks']:>7} {r['failures']:>7} {uptime:>8} {latency:>8}  "
-            f"{'yes' if r['open_incident'] else 'no'}"
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -408,6 +362,9 @@ def maintenance_add(
             conn, monitor_ref=monitor, owner_name=owner, starts_at_ms=starts_ms, ends_at_ms=ends_ms
         ),
     )
+
+
+from monitor_tick import cli_status  # noqa: E402,F401  (registers status-page and report)
 
 
 def main() -> None:

@@ -161,3 +161,20 @@ def monitor_from_row(row: dict[str, Any]) -> Monitor:
         timeout_s=float(row["timeout_s"]),
         retries=row["retries"],
     )
+
+
+def monitor_state(row: dict[str, Any]) -> str:
+    """A monitor's state from its current-state columns (enabled, auto_paused, in_maintenance,
+    down_since_ms, last_check_ms): paused, auto-paused, maintenance, down, new (never checked)
+    or up."""
+    if not row["enabled"]:
+        return "paused"
+    if row["auto_paused"]:
+        return "auto-paused"
+    if row["in_maintenance"]:
+        return "maintenance"
+    if row["down_since_ms"] is not None:
+        return "down"
+    if row["last_check_ms"] is None:
+        return "new"
+    return "up"

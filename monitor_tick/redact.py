@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 REDACTED = "***"
@@ -24,3 +25,12 @@ def redact_url(url: str) -> str:
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except (ValueError, AttributeError, TypeError):
         return f"{str(url)[:8]}{REDACTED}"
+
+
+# a scheme, '://', then anything up to whitespace or a quote or bracket that would end it in prose
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+
+
+def redact_text(text: str) -> str:
+    """Free text (a monitor's name, an incident's cause) with every URL in it redacted."""
+    return _URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)
