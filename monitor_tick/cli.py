@@ -13,7 +13,14 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from monitor_tick import clock, store
-from monitor_tick.model import AlertSettings, InvalidMonitor, Monitor, check_alert_settings, check_settings
+from monitor_tick.model import (
+    AlertSettings,
+    InvalidMonitor,
+    Monitor,
+    check_alert_settings,
+    check_settings,
+    monitor_state,
+)
 from monitor_tick.redact import redact_url
 from monitor_tick.tick import (
     DEFAULT_BUDGET_S,
@@ -146,6 +153,12 @@ def tick(
         str, typer.Option(help="How long to wait for another process's write lock before failing.")
     ] = f"{store.DEFAULT_BUSY_TIMEOUT_S:g}s",
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Say on stderr what the tick did.")] = False,
+    status_page: Annotated[
+        str | None, typer.Option(metavar="DIR", help="After the tick, rewrite the status page and badges in DIR.")
+    ] = None,
+    metrics_file: Annotated[
+        str | None, typer.Option(metavar="PATH", help="After the tick, write Prometheus metrics (textfile format).")
+    ] = None,
 ) -> None:
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
@@ -200,6 +213,10 @@ def tick(
                     "recorded as missed",
                     err=True,
                 )
+    if report.claimed and (status_page or metrics_file):
+        from monitor_tick.cli_status import after_tick
+
+        after_tick(path, report, status_page, metrics_file)
 
 
 def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
@@ -329,32 +346,6 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         typer.echo("* raised to the owner's plan floor")
 
 
-def monitor_state(row: dict[str, Any]) -> str:
-    try:
-        check_settings(
-            url=row["url"],
-            interval_sec=row["interval_sec"],
-            method=row["method"],
-            expect_status=row["expect_status"],
-            keyword=row["keyword"],
-            timeout_s=row["timeout_s"],
-            retries=row["retries"],
-        )
-    except InvalidMonitor:
-        return "invalid"
-    if not row["enabled"]:
-        return "paused"
-    if row["auto_paused"]:
-        return "auto-paused"
-    if row["in_maintenance"]:
-        return "maintenance"
-    if row["down_since_ms"] is not None:
-        return "down"
-    if row["last_check_ms"] is None:
-        return "new"
-    return "up"
-
-
 @app.command()
 def pause(
     ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
@@ -388,48 +379,6 @@ def _change(ctx: typer.Context, db: str | None, action: Any) -> Any:
         fail(str(exc))
     finally:
         conn.close()
-
-
-@app.command()
-def report(
-    ctx: typer.Context,
-    since: Annotated[str, typer.Option(help="How far back: 24h, 7d, ... (whole UTC hours are counted).")] = "24h",
-    db: DbOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Per monitor: checks, failures, uptime % (by checks), average latency of up checks, open incident."""
-    window_ms = clock.s_to_ms(duration_s(since, "--since"))
-    conn = connect(db_path(ctx, db))
-    try:
-        rows = store.report(conn, clock.now_ms() - window_ms)
-    finally:
-        conn.close()
-    out = []
-    for row in rows:
-        checks, failures = row["checks"], row["failures"]
-        answered = checks - failures
-        out.append(
-            {
-                "id": row["id"],
-                "name": row["name"],
-                "checks": checks,
-                "failures": failures,
-                "uptime_pct": None if not checks else round(100 * (checks - failures) / checks, 3),
-                "avg_latency_ms": round(row["latency_ms_sum"] / answered, 1) if answered else None,
-                "open_incident": bool(row["open_incident"]),
-            }
-        )
-    if as_json:
-        emit_json(out)
-        return
-    typer.echo(f"{'ID':>5}  {'NAME':<24} {'CHECKS':>7} {'FAILED':>7} {'UPTIME':>8} {'AVG MS':>8}  OPEN")
-    for r in out:
-        uptime = "-" if r["uptime_pct"] is None else f"{r['uptime_pct']:.2f}%"
-        latency = "-" if r["avg_latency_ms"] is None else f"{r['avg_latency_ms']:.0f}"
-        typer.echo(
-            f"{r['id']:>5}  {r['name'][:24]:<24} {r['checks']:>7} {r['failures']:>7} {uptime:>8} {latency:>8}  "
-            f"{'yes' if r['open_incident'] else 'no'}"
-        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -495,6 +444,7 @@ def maintenance_add(
 from monitor_tick.cli_notify import alert_warnings, notify_app  # noqa: E402 -- it builds on the helpers above
 
 app.add_typer(notify_app, name="notify")
+from monitor_tick import cli_status  # noqa: E402,F401  (registers status-page and report)
 
 
 def main() -> None:

@@ -112,3 +112,33 @@ def parse_iso_ms(text: str) -> int:
 def iso_from_ms(ms: int) -> str:
     """Epoch ms as an ISO-8601 UTC string, to the second: '2026-11-30T04:05:00Z'."""
     return datetime.fromtimestamp(ms / MS_PER_S, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# ---------------------------------------------------------------------------------------------
+# Days and display (status page, badges, metrics, report)
+
+
+def day_of_ms(ms: int) -> int:
+    """The UTC day of the epoch (days since 1970-01-01) that contains instant `ms`."""
+    return ms // MS_PER_DAY
+
+
+def day_start_ms(day: int) -> int:
+    """The first millisecond of UTC day `day` of the epoch."""
+    return day * MS_PER_DAY
+
+
+def date_from_ms(ms: int) -> str:
+    """The UTC date of `ms`: '2026-11-30'."""
+    return datetime.fromtimestamp(ms / MS_PER_S, tz=UTC).strftime("%Y-%m-%d")
+
+
+def display_from_ms(ms: int) -> str:
+    """An instant for people, to the minute: '2026-11-30 04:05 UTC'."""
+    return datetime.fromtimestamp(ms / MS_PER_S, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def format_duration_ms(ms: int) -> str:
+    """A short human form of a span of epoch ms, to the minute once it is a minute or more."""
+    seconds = ms / MS_PER_S
+    return format_duration_s(seconds if seconds < 60 else seconds - seconds % 60)

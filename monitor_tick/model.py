@@ -199,3 +199,32 @@ def check_alert_settings(settings: AlertSettings) -> AlertSettings:
     if remind is not None and bad_remind:
         raise InvalidMonitor(f"reminders must be at least {MIN_REMIND_EVERY_SEC}s apart (got {remind!r}s)")
     return settings
+
+
+def monitor_state(row: dict[str, Any]) -> str:
+    """A monitor's state from its settings and current-state columns (enabled, auto_paused,
+    in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used), paused,
+    auto-paused, maintenance, down, new (never checked) or up."""
+    try:
+        check_settings(
+            url=row["url"],
+            interval_sec=row["interval_sec"],
+            method=row["method"],
+            expect_status=row["expect_status"],
+            keyword=row["keyword"],
+            timeout_s=row["timeout_s"],
+            retries=row["retries"],
+        )
+    except InvalidMonitor:
+        return "invalid"
+    if not row["enabled"]:
+        return "paused"
+    if row["auto_paused"]:
+        return "auto-paused"
+    if row["in_maintenance"]:
+        return "maintenance"
+    if row["down_since_ms"] is not None:
+        return "down"
+    if row["last_check_ms"] is None:
+        return "new"
+    return "up"

@@ -86,3 +86,12 @@ def _is_host(host_port: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# a scheme, '://', then anything up to whitespace or a quote or bracket that would end it in prose
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+
+
+def redact_text(text: str) -> str:
+    """Free text (a monitor's name, an incident's cause) with every URL in it redacted."""
+    return _URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)

@@ -354,7 +354,7 @@ def test_a_lost_network_opens_no_incident_and_tells_no_one(
         assert report.summary is not None and (report.summary.down, report.summary.unknown) == (0, 6)
     assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
     assert conn.execute("SELECT count(*), sum(network_lost) FROM ticks").fetchone() == (3, 3)
-    assert sum(store.report(conn, 0)[i]["checks"] for i in range(len(monitors))) == 0
+    assert sum(store.report(conn, 0, 0)[i]["checks"] for i in range(len(monitors))) == 0
     assert rx.posts == 0
 
 
