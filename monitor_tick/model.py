@@ -134,21 +134,26 @@ def check_settings(
     return kind
 
 
+def check_row_settings(row: dict[str, Any]) -> str:
+    """check_settings for a database row (which may hold anything); returns its probe kind."""
+    return check_settings(
+        url=row.get("url"),  # type: ignore[arg-type]
+        interval_sec=row.get("interval_sec"),  # type: ignore[arg-type]
+        method=row.get("method"),  # type: ignore[arg-type]
+        expect_status=row.get("expect_status"),  # type: ignore[arg-type]
+        keyword=row.get("keyword"),
+        timeout_s=row.get("timeout_s"),  # type: ignore[arg-type]
+        retries=row.get("retries"),  # type: ignore[arg-type]
+    )
+
+
 def monitor_from_row(row: dict[str, Any]) -> Monitor:
     """A due row as a Monitor. Raises InvalidMonitor naming what is wrong with the row."""
     if row.get("owner_missing"):
         raise InvalidMonitor(f"owner {row.get('owner_id')!r} does not exist")
     if row.get("plan_missing"):
         raise InvalidMonitor(f"the plan of owner {row.get('owner_id')!r} does not exist")
-    kind = check_settings(
-        url=row.get("url"),
-        interval_sec=row.get("interval_sec"),  # type: ignore[arg-type]
-        method=row.get("method"),
-        expect_status=row.get("expect_status"),  # type: ignore[arg-type]
-        keyword=row.get("keyword"),
-        timeout_s=row.get("timeout_s"),  # type: ignore[arg-type]
-        retries=row.get("retries"),  # type: ignore[arg-type]
-    )
+    kind = check_row_settings(row)
     if row.get("kind") != kind:
         raise InvalidMonitor(f"kind {row.get('kind')!r} does not match the url's scheme")
     return Monitor(
@@ -206,15 +211,7 @@ def monitor_state(row: dict[str, Any]) -> str:
     in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used), paused,
     auto-paused, maintenance, down, new (never checked) or up."""
     try:
-        check_settings(
-            url=row["url"],
-            interval_sec=row["interval_sec"],
-            method=row["method"],
-            expect_status=row["expect_status"],
-            keyword=row["keyword"],
-            timeout_s=row["timeout_s"],
-            retries=row["retries"],
-        )
+        check_row_settings(row)
     except InvalidMonitor:
         return "invalid"
     if not row["enabled"]:
