@@ -13,7 +13,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from monitor_tick import clock, store
-from monitor_tick.model import InvalidMonitor, Monitor, check_settings
+from monitor_tick.model import InvalidMonitor, Monitor, expiry_text
 from monitor_tick.redact import redact_url
 from monitor_tick.tick import DEFAULT_CONCURRENCY, DEFAULT_RETRY_DELAY_S, TickOptions, due_now, run_tick
 
@@ -77,6 +77,11 @@ def duration_s(text: str, option: str) -> float:
         fail(f"{option}: {exc}", 2)
 
 
+def duration_or_zero_s(text: str, option: str) -> float:
+    """A duration where 0 (or 0s) means none."""
+    return 0.0 if text.strip() in ("0", "0s") else duration_s(text, option)
+
+
 def instant_ms(text: str, option: str) -> int:
     try:
         return clock.parse_iso_ms(text)
@@ -118,7 +123,7 @@ def tick(
     if ctx.invoked_subcommand is not None:
         return
     path = db or DEFAULT_DB
-    delay_s = 0.0 if retry_delay.strip() in ("0", "0s") else duration_s(retry_delay, "--retry-delay")
+    delay_s = duration_or_zero_s(retry_delay, "--retry-delay")
     options = TickOptions(
         db_path=path, minute=minute, force=force, dry_run=dry_run, concurrency=concurrency, retry_delay_s=delay_s
     )
@@ -180,19 +185,44 @@ def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int
 @app.command()
 def add(
     ctx: typer.Context,
-    url: Annotated[str, typer.Argument(help="What to probe: an http:// or https:// URL.")],
+    url: Annotated[
+        str,
+        typer.Argument(
+            help="What to check: an http(s)://host/path URL; tls://host[:port] (a certificate: down when "
+            "invalid or expiring); tcp://host:port (a port accepts connections); or the word heartbeat "
+            "(a cron job pings it: prints the token instead of the id)."
+        ),
+    ],
     name: Annotated[str | None, typer.Option(help="A unique name. Default: the URL.")] = None,
-    every: Annotated[str, typer.Option(help="Interval, whole minutes: 1m, 5m, 1h, 1d or seconds (300).")] = "5m",
+    every: Annotated[
+        str, typer.Option(help="Interval, whole minutes: 1m, 5m, 1h, 1d or seconds (300). A heartbeat's period.")
+    ] = "5m",
     owner: Annotated[str | None, typer.Option(help="Owner name (see `owner add`); their plan's floor applies.")] = None,
     expect: Annotated[
-        str, typer.Option(help="Accepted statuses: codes and ranges, e.g. 200-299 or 200,204,301-302.")
-    ] = "200-399",
-    keyword: Annotated[str | None, typer.Option(help="Text the body (first 1 MiB) must contain.")] = None,
+        str | None,
+        typer.Option(help="http: accepted statuses, codes and ranges, e.g. 200-299 or 200,204. [default: 200-399]"),
+    ] = None,
+    keyword: Annotated[str | None, typer.Option(help="http: text the body (first 1 MiB) must contain.")] = None,
+    keyword_absent: Annotated[
+        str | None, typer.Option(help="http: text the body (first 1 MiB) must NOT contain, e.g. maintenance.")
+    ] = None,
+    expires_within: Annotated[
+        str | None,
+        typer.Option(help="tls:// (default 14d), https://: down when the certificate expires within this, e.g. 30d."),
+    ] = None,
+    grace: Annotated[
+        str | None,
+        typer.Option(help="heartbeat: how late past --every a ping may be before it is down, e.g. 1h. [default: 1h]"),
+    ] = None,
     timeout: Annotated[
-        str, typer.Option(help="Hard deadline per attempt (connect, headers and body), e.g. 10s.")
-    ] = "10s",
-    method: Annotated[str, typer.Option(help="GET or HEAD.")] = "GET",
-    retries: Annotated[int, typer.Option(help="Extra attempts within a tick before it counts as down (0 to 3).")] = 1,
+        str | None,
+        typer.Option(help="Hard deadline per attempt (connect, TLS, headers and body), e.g. 5s. [default: 10s]"),
+    ] = None,
+    method: Annotated[str | None, typer.Option(help="http: GET or HEAD. [default: GET]")] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option(help="Extra attempts within a tick before it counts as down (0 to 3). [default: 1]"),
+    ] = None,
     aligned: Annotated[
         bool,
         typer.Option(
@@ -202,48 +232,57 @@ def add(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Add a monitor and print its id. Example: monitor-tick add https://example.org --every 1m"""
+    """Add a monitor and print its id (a heartbeat's token). Example: monitor-tick add https://example.org --every 1m"""
+    from monitor_tick.probes import PROBES, new_monitor  # imports httpx: not on every tick
+    from monitor_tick.probes.heartbeat import new_token
+
     interval = duration_s(every, "--every")
     if interval != int(interval):
         fail(f"--every: interval must be whole minutes (got {every})", 2)
-    method = method.upper()
-    settings = {
-        "url": url,
-        "interval_sec": int(interval),
-        "method": method,
+    options = {
+        "method": None if method is None else method.upper(),
         "expect_status": expect,
         "keyword": keyword,
-        "timeout_s": duration_s(timeout, "--timeout"),
+        "keyword_absent": keyword_absent,
+        "expires_within_sec": None if expires_within is None else round(duration_s(expires_within, "--expires-within")),
+        "grace_sec": None if grace is None else round(duration_or_zero_s(grace, "--grace")),
+        "timeout_s": None if timeout is None else duration_s(timeout, "--timeout"),
         "retries": retries,
     }
     try:
-        kind = check_settings(**settings)  # type: ignore[arg-type]
+        monitor = new_monitor(
+            name=name,
+            url=url,
+            interval_sec=int(interval),
+            aligned=aligned,
+            given={option: value for option, value in options.items() if value is not None},
+        )
     except InvalidMonitor as exc:
         fail(str(exc), 2)
-    monitor = Monitor(
-        id=0, name=name or url, kind=kind, effective_interval_sec=int(interval), aligned=aligned, **settings
-    )  # type: ignore[arg-type]
+    token, token_sha256 = new_token() if PROBES[monitor.kind].pinged else (None, None)
     conn = connect(db_path(ctx, db))
     try:
-        new_id = store.add_monitor(conn, monitor, owner, clock.now_ms())
+        new_id = store.add_monitor(conn, monitor, owner, clock.now_ms(), token_sha256=token_sha256)
     except store.StoreError as exc:
         fail(str(exc))
     finally:
         conn.close()
-    typer.echo(str(new_id))
+    typer.echo(token or str(new_id))
 
 
 @app.command("list")
 def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """List monitors with their interval, effective interval (after the plan floor) and state."""
+    now_ms = clock.now_ms()
     conn = connect(db_path(ctx, db))
     try:
-        rows = store.list_monitors(conn, clock.now_ms())
+        rows = store.list_monitors(conn, now_ms)
     finally:
         conn.close()
     for row in rows:
         row["url"] = redact_url(row["url"])
         row["state"] = monitor_state(row)
+        row.update(latest_results(row, now_ms))
     if as_json:
         emit_json(rows)
         return
@@ -255,9 +294,46 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         every = clock.format_duration_s(row["effective_interval_sec"])
         if row["effective_interval_sec"] != row["interval_sec"]:
             every += "*"
-        typer.echo(f"{row['id']:>5}  {row['name'][:24]:<24} {every:>6}  {row['state']:<12} {row['url']}")
+        line = f"{row['id']:>5}  {row['name'][:24]:<24} {every:>6}  {row['state']:<12} {row['url']}"
+        typer.echo(f"{line}  {row['note']}" if row["note"] else line)
     if any(r["effective_interval_sec"] != r["interval_sec"] for r in rows):
         typer.echo("* raised to the owner's plan floor")
+
+
+def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """What list and report add to a monitor's row: the open incident's cause, the certificate's
+    days left (derived from its stored expiry and `now_ms`), a heartbeat's last ping, and all of
+    it as one short `note` for the text tables."""
+    notes = [row["cause"]] if row["cause"] else []
+    expires_ms = row["cert_expires_at_ms"]
+    if expires_ms is not None and not (row["cause"] or "").startswith("tls: "):
+        notes.append(f"cert {expiry_text(expires_ms, now_ms)}")
+    if row["kind"] == "heartbeat":
+        notes.append(_ping_note(row, now_ms))
+    return {
+        "cause": row["cause"],
+        "cert_expires_at_ms": expires_ms,
+        "cert_days_left": None if expires_ms is None else clock.days_left(expires_ms, now_ms),
+        "last_ping_ms": row["last_ping_ms"],
+        "last_ping_failed": None if row["last_ping_ms"] is None else bool(row["last_ping_failed"]),
+        "last_duration_ms": row["last_duration_ms"],
+        "note": "; ".join(notes),
+    }
+
+
+def _ping_note(row: dict[str, Any], now_ms: int) -> str:
+    def ago(ms: int) -> str:
+        return clock.format_duration_s(clock.ms_to_s(max(0, now_ms - ms)))
+
+    if row["last_ping_ms"] is None:
+        note = "no ping yet"
+    else:
+        note = f"last ping {ago(row['last_ping_ms'])} ago{': failure' if row['last_ping_failed'] else ''}"
+        if row["last_duration_ms"] is not None:
+            note += f" (ran {clock.format_duration_s(clock.ms_to_s(row['last_duration_ms']))})"
+    if row["started_at_ms"] is not None:
+        note += f"; started {ago(row['started_at_ms'])} ago"
+    return note
 
 
 def monitor_state(row: dict[str, Any]) -> str:
@@ -317,9 +393,10 @@ def report(
 ) -> None:
     """Per monitor: checks, failures, uptime % (by checks), average latency of up checks, open incident."""
     window_ms = clock.s_to_ms(duration_s(since, "--since"))
+    now_ms = clock.now_ms()
     conn = connect(db_path(ctx, db))
     try:
-        rows = store.report(conn, clock.now_ms() - window_ms)
+        rows = store.report(conn, now_ms - window_ms)
     finally:
         conn.close()
     out = []
@@ -330,23 +407,25 @@ def report(
             {
                 "id": row["id"],
                 "name": row["name"],
+                "kind": row["kind"],
                 "checks": checks,
                 "failures": failures,
                 "uptime_pct": None if not checks else round(100 * (checks - failures) / checks, 3),
                 "avg_latency_ms": round(row["latency_ms_sum"] / answered, 1) if answered else None,
                 "open_incident": bool(row["open_incident"]),
+                **latest_results(row, now_ms),
             }
         )
     if as_json:
         emit_json(out)
         return
-    typer.echo(f"{'ID':>5}  {'NAME':<24} {'CHECKS':>7} {'FAILED':>7} {'UPTIME':>8} {'AVG MS':>8}  OPEN")
+    typer.echo(f"{'ID':>5}  {'NAME':<24} {'CHECKS':>7} {'FAILED':>7} {'UPTIME':>8} {'AVG MS':>8}  OPEN NOTE")
     for r in out:
         uptime = "-" if r["uptime_pct"] is None else f"{r['uptime_pct']:.2f}%"
         latency = "-" if r["avg_latency_ms"] is None else f"{r['avg_latency_ms']:.0f}"
         typer.echo(
             f"{r['id']:>5}  {r['name'][:24]:<24} {r['checks']:>7} {r['failures']:>7} {uptime:>8} {latency:>8}  "
-            f"{'yes' if r['open_incident'] else 'no'}"
+            f"{'yes' if r['open_incident'] else 'no ':<4} {r['note']}".rstrip()
         )
 
 
@@ -408,6 +487,9 @@ def maintenance_add(
             conn, monitor_ref=monitor, owner_name=owner, starts_at_ms=starts_ms, ends_at_ms=ends_ms
         ),
     )
+
+
+from monitor_tick import cli_heartbeat  # noqa: E402,F401  (registers `ping` and `serve`)
 
 
 def main() -> None:

@@ -112,3 +112,13 @@ def parse_iso_ms(text: str) -> int:
 def iso_from_ms(ms: int) -> str:
     """Epoch ms as an ISO-8601 UTC string, to the second: '2026-11-30T04:05:00Z'."""
     return datetime.fromtimestamp(ms / MS_PER_S, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def days_left(until_ms: int, now_ms: int) -> int:
+    """Whole days from `now_ms` until `until_ms`, rounded down (negative once it has passed)."""
+    return (until_ms - now_ms) // MS_PER_DAY
+
+
+def date_from_ms(ms: int) -> str:
+    """The UTC date of an instant: '2026-12-03'."""
+    return datetime.fromtimestamp(ms / MS_PER_S, tz=UTC).strftime("%Y-%m-%d")

@@ -6,6 +6,7 @@ one probe is that monitor's failed check and never sinks the tick.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import sys
 from collections.abc import Sequence
 
@@ -15,6 +16,14 @@ from monitor_tick.model import Monitor, ProbeResult
 from monitor_tick.probes import PROBES, ProbeContext
 
 USER_AGENT = "monitor-tick (uptime check; +https://pypi.org/project/monitor-tick/)"
+
+
+def ssl_context(verify: object = True) -> ssl.SSLContext:
+    """The one TLS context of a tick: what HTTPS requests and tls:// probes both trust.
+    `verify`: an ssl.SSLContext (used as is), True (httpx's default CA bundle), or a CA file."""
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
 
 
 def make_client(
@@ -34,7 +43,7 @@ def make_client(
 
 async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
     """Probe; on `down`, pause and try again up to monitor.retries times within the tick."""
-    probe = PROBES[monitor.kind]
+    probe = PROBES[monitor.kind].probe
     result = await probe(monitor, ctx)
     for _ in range(monitor.retries):
         if result.status != "down":

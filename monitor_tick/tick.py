@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick import clock, schedule, store
-from monitor_tick.model import CheckResult, InvalidMonitor, Monitor, ProbeResult, monitor_from_row
+from monitor_tick.model import CheckResult, InvalidMonitor, Monitor, ProbeResult
 
 if TYPE_CHECKING:
     import httpx
@@ -31,7 +31,8 @@ class TickOptions:
     auto_pause_after_ms: int = store.AUTO_PAUSE_DEFAULT_MS
     retention_ms: int = store.RETENTION_DEFAULT_MS
     busy_timeout_s: float = store.DEFAULT_BUSY_TIMEOUT_S
-    # for tests and embedding: an httpx transport and TLS verification to use
+    # for tests and embedding: an httpx transport, and TLS verification for https:// and tls://
+    # (an ssl.SSLContext, True for the default CA bundle, or a CA file)
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True
 
@@ -60,7 +61,30 @@ class TickReport:
             "opened": len(s.opened) if s else 0,
             "resolved": len(s.resolved) if s else 0,
             "duration_ms": self.duration_ms,
+            "results": self.results_json(),
         }
+
+    def results_json(self) -> list[dict[str, Any]]:
+        """One entry per check, with its kind and cause; days left for certificates."""
+        monitors = {m.id: m for m in self.due}
+        out = []
+        for r in self.results:
+            monitor = monitors.get(r.monitor_id)
+            expires = r.cert_expires_at_ms
+            out.append(
+                {
+                    "id": r.monitor_id,
+                    "name": monitor.name if monitor else None,
+                    "kind": monitor.kind if monitor else None,
+                    "status": r.status,
+                    "cause": r.cause,
+                    "latency_ms": r.latency_ms,
+                    "http_status": r.http_status,
+                    "cert_expires_at": None if expires is None else clock.iso_from_ms(expires),
+                    "cert_days_left": None if expires is None else clock.days_left(expires, self.now_ms),
+                }
+            )
+        return out
 
 
 def tick_time_ms(minute: int | None) -> int:
@@ -72,6 +96,10 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
     """Due rows -> good monitors, and (id, cause) for rows that cannot be probed."""
     good: list[Monitor] = []
     bad: list[tuple[int, str]] = []
+    if not rows:
+        return good, bad
+    from monitor_tick.probes import monitor_from_row  # imports httpx: only when something is due
+
     for row in rows:
         try:
             good.append(monitor_from_row(row))
@@ -103,7 +131,7 @@ def run_tick(options: TickOptions) -> TickReport:
         if not store.claim_minute(conn, minute, now_ms, force=options.force):
             return TickReport(minute, now_ms, claimed=False)
         good, bad = split_rows(store.select_due(conn, minute, now_ms))
-        probes = _probe(good, options) if good else []
+        probes = _probe(good, options, now_ms, _load(conn, good)) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
         results += [CheckResult(monitor_id, "down", None, None, cause) for monitor_id, cause in bad]
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
@@ -130,18 +158,27 @@ def run_tick(options: TickOptions) -> TickReport:
     )
 
 
-def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
+def _load(conn: store.sqlite3.Connection, monitors: list[Monitor]) -> dict[str, Any]:
+    """What the due monitors' kinds read from the database before probing (heartbeats' pings)."""
+    from monitor_tick.probes import load
+
+    return load(conn, monitors)
+
+
+def _probe(monitors: list[Monitor], options: TickOptions, now_ms: int, loaded: dict[str, Any]) -> list[ProbeResult]:
     """Probe on an event loop; imported only when something is due (an idle tick stays light)."""
     import asyncio
 
-    from monitor_tick.fanout import make_client, probe_all
+    from monitor_tick.fanout import make_client, probe_all, ssl_context
     from monitor_tick.probes import ProbeContext
 
+    tls = ssl_context(options.verify)
+
     async def main() -> list[ProbeResult]:
-        async with make_client(options.concurrency, options.transport, options.verify) as client:
+        async with make_client(options.concurrency, options.transport, tls) as client:
             return await probe_all(
                 monitors,
-                ProbeContext(client),
+                ProbeContext(client, now_ms, tls, loaded),
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
             )
