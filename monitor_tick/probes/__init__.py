@@ -118,8 +118,9 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
 def load(conn: sqlite3.Connection, monitors: Sequence[Monitor]) -> dict[str, Mapping[int, Any]]:
     """What the due monitors' kinds read before probing: one `load` call per kind that has one
     and is due (none when no such kind is due)."""
-    ids: dict[str, list[int]] = {}
-    for monitor in monitors:
-        if PROBES[monitor.kind].load is not None:
-            ids.setdefault(monitor.kind, []).append(monitor.id)
-    return {name: PROBES[name].load(conn, kind_ids) for name, kind_ids in ids.items()}  # type: ignore[misc]
+    loaded: dict[str, Mapping[int, Any]] = {}
+    for name in sorted({monitor.kind for monitor in monitors}):
+        loader = PROBES[name].load
+        if loader is not None:
+            loaded[name] = loader(conn, [monitor.id for monitor in monitors if monitor.kind == name])
+    return loaded
