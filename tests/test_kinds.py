@@ -12,7 +12,16 @@ from typer.testing import CliRunner
 from monitor_tick import store
 from monitor_tick.cli import app
 from monitor_tick.model import OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import KIND_OF_SCHEME, KINDS, PROBES, Kind, ProbeContext, check_monitor, new_monitor
+from monitor_tick.probes import (
+    KIND_OF_SCHEME,
+    KINDS,
+    PROBES,
+    Kind,
+    ProbeContext,
+    check_monitor,
+    monitor_from_row,
+    new_monitor,
+)
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 runner = CliRunner()
@@ -89,7 +98,7 @@ def test_urls_a_kind_cannot_use_are_refused_with_a_cause(url: str, cause: str) -
     assert str(refused.value) == cause
 
 
-def test_a_row_whose_option_does_not_fit_its_kind_is_an_invalid_monitor(conn: sqlite3.Connection) -> None:
+def test_a_row_whose_option_does_not_fit_its_kind_is_an_invalid_monitor() -> None:
     row = {
         "id": 7,
         "name": "db",
@@ -100,8 +109,6 @@ def test_a_row_whose_option_does_not_fit_its_kind_is_an_invalid_monitor(conn: sq
         "aligned": 0,
         **{f: getattr(Monitor(0, "", "", "", 60, 60), f) for f in OPTIONS},
     }
-    from monitor_tick.probes import monitor_from_row
-
     assert monitor_from_row(row).kind == "tcp"
     with pytest.raises(InvalidMonitor, match="^--keyword does not apply to tcp monitors$"):
         monitor_from_row({**row, "keyword": "hello"})

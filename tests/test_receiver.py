@@ -18,9 +18,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from monitor_tick import store
+from monitor_tick import clock, store
 from monitor_tick.cli import app
+from monitor_tick.probes.heartbeat import new_token
 from monitor_tick.receiver import MAX_REQUEST_BYTES, REFUSED
+from monitor_tick.tick import TickOptions, run_tick
 from tests.conftest import add
 
 MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
@@ -54,8 +56,6 @@ def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
     db_path = str(tmp_path_factory.mktemp("receiver") / "monitor-tick.db")
     tokens, ids = {}, {}
     conn = store.open_db(db_path)
-    from monitor_tick.probes.heartbeat import new_token
-
     for name in ("backups", "reports", "gone"):
         tokens[name], digest = new_token()
         ids[name] = add(conn, "heartbeat", name=name, every_s=86_400, token_sha256=digest)
@@ -183,9 +183,6 @@ def test_serve_on_a_port_in_use_fails_with_one_line(tmp_path: Path) -> None:
 
 
 def test_the_tick_sees_pings_received_over_http(receiver: Receiver, client: httpx.Client) -> None:
-    from monitor_tick import clock
-    from monitor_tick.tick import TickOptions, run_tick
-
     assert client.get(receiver.url(f"/ping/{receiver.tokens['reports']}/fail")).status_code == 200
     # replay today's minute of this daily heartbeat (phase = id): the failure is its newest ping
     due_minute = clock.minute_of_ms(clock.now_ms()) // 1440 * 1440 + receiver.ids["reports"]
