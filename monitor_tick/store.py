@@ -540,7 +540,7 @@ def list_monitors(conn: sqlite3.Connection, now_ms: int) -> list[dict[str, Any]]
             WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
             SELECT m.id, m.name, m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status,
                    m.keyword, m.keyword_absent, m.expires_within_sec, m.grace_sec,
-                   m.timeout_s, m.retries, m.enabled, m.auto_paused, o.name AS owner, {_KIND_RESULTS},
+                   m.timeout_s, m.retries, m.enabled, m.auto_paused, o.name AS owner, {_LATEST_RESULTS},
                    max(m.interval_sec, {_FLOOR}) AS effective_interval_sec,
                    EXISTS (SELECT 1 FROM maintenance_windows w
                             WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
@@ -568,7 +568,7 @@ def report(conn: sqlite3.Connection, since_ms: int) -> list[dict[str, Any]]:
     try:
         rows = conn.execute(
             f"""
-            SELECT m.id, m.name, m.kind, m.url, {_KIND_RESULTS},
+            SELECT m.id, m.name, m.kind, m.url, {_LATEST_RESULTS},
                    coalesce(sum(r.checks), 0) AS checks,
                    coalesce(sum(r.failures), 0) AS failures,
                    sum(r.latency_ms_sum) AS latency_ms_sum,
@@ -609,7 +609,7 @@ AUTO_PAUSE_DEFAULT_MS = 7 * MS_PER_DAY
 # What list and report show of a monitor's latest results (needs `m` = monitors and `pings`
 # left-joined): the open incident's cause, the newest check's certificate expiry, and the last
 # heartbeat signals.
-_KIND_RESULTS = """
+_LATEST_RESULTS = """
 (SELECT oi.cause FROM incidents oi WHERE oi.monitor_id = m.id AND oi.resolved_at_ms IS NULL) AS cause,
 (SELECT rr.cert_expires_at_ms FROM rollups rr WHERE rr.monitor_id = m.id
   ORDER BY rr.hour_start_ms DESC LIMIT 1) AS cert_expires_at_ms,
