@@ -35,7 +35,8 @@ CREATE TABLE monitors (
     id            INTEGER PRIMARY KEY,
     owner_id      INTEGER REFERENCES owners (id) ON DELETE SET NULL,
     name          TEXT    NOT NULL UNIQUE,
-    -- probe kind: the scheme family of url ('http' covers http:// and https://)
+    -- probe kind (monitor_tick/probes): selected by url's scheme ('http' covers http:// and
+    -- https://; tls://, tcp://; a heartbeat's url is the word 'heartbeat')
     kind          TEXT    NOT NULL DEFAULT 'http',
     url           TEXT    NOT NULL,
     -- whole minutes only; the effective interval is max(interval_sec, the owner's plan floor)
@@ -218,3 +219,36 @@ CREATE TABLE settings (
     name  TEXT PRIMARY KEY,
     value TEXT NOT NULL
 ) STRICT, WITHOUT ROWID;
+
+-- Probe kinds beyond HTTP: their options, certificate expiry, heartbeat tokens and pings.
+-- (Columns are added here rather than above to keep each feature's DDL in one place.)
+
+-- http: the body (first 1 MiB) must NOT contain this text; NULL: no such check
+ALTER TABLE monitors ADD COLUMN keyword_absent TEXT;
+-- tls:// and https://: down when the certificate expires within this many seconds; NULL: no check
+ALTER TABLE monitors ADD COLUMN expires_within_sec INTEGER CHECK (expires_within_sec > 0);
+-- heartbeat: how long past its period (interval_sec) a ping may be late before it is down
+ALTER TABLE monitors ADD COLUMN grace_sec INTEGER CHECK (grace_sec >= 0);
+-- heartbeat: SHA-256 of the token that identifies its pings over HTTP. The token itself is
+-- printed once by `add` and never stored, so a copy of this file cannot be used to ping.
+ALTER TABLE monitors ADD COLUMN token_sha256 BLOB CHECK (length(token_sha256) = 32);
+CREATE UNIQUE INDEX monitors_token ON monitors (token_sha256) WHERE token_sha256 IS NOT NULL;
+
+-- The certificate expiry seen by the hour's newest check (tls://, https:// with an expiry
+-- check); NULL when that check saw none. Days left are derived from it and the reader's clock,
+-- never stored. Written by the same upsert that counts the check: no extra write per check.
+ALTER TABLE rollups ADD COLUMN cert_expires_at_ms INTEGER;
+
+-- A heartbeat's last signals: one row per heartbeat monitor, written by `ping` and `serve`
+-- (a ping is a result, not schedule state) and never by the tick, which only reads the rows of
+-- the heartbeats due.
+CREATE TABLE pings (
+    monitor_id       INTEGER PRIMARY KEY REFERENCES monitors (id) ON DELETE CASCADE,
+    -- the last ping (success or failure); NULL: none yet
+    last_ping_ms     INTEGER,
+    -- 1: the last ping reported that the job failed (`ping --fail`, /ping/TOKEN/fail)
+    last_ping_failed INTEGER NOT NULL DEFAULT 0 CHECK (last_ping_failed IN (0, 1)),
+    -- set by a start signal, cleared by the next ping, which records the run's duration
+    started_at_ms    INTEGER,
+    last_duration_ms INTEGER
+) STRICT;

@@ -18,10 +18,10 @@ from monitor_tick.model import (
     InvalidMonitor,
     Monitor,
     check_alert_settings,
-    check_settings,
+    expiry_text,
     monitor_state,
 )
-from monitor_tick.redact import redact_url
+from monitor_tick.redact import redact_text, redact_url
 from monitor_tick.tick import (
     DEFAULT_BUDGET_S,
     DEFAULT_CATCH_UP_MINUTES,
@@ -90,6 +90,11 @@ def duration_s(text: str, option: str) -> float:
         return clock.parse_duration_s(text)
     except ValueError as exc:
         fail(f"{option}: {exc}", 2)
+
+
+def duration_or_zero_s(text: str, option: str) -> float:
+    """A duration where 0 (or 0s) means none."""
+    return 0.0 if text.strip() in ("0", "0s") else duration_s(text, option)
 
 
 def instant_ms(text: str, option: str) -> int:
@@ -164,7 +169,7 @@ def tick(
     if ctx.invoked_subcommand is not None:
         return
     path = db or DEFAULT_DB
-    delay_s = 0.0 if retry_delay.strip() in ("0", "0s") else duration_s(retry_delay, "--retry-delay")
+    delay_s = duration_or_zero_s(retry_delay, "--retry-delay")
     guard = None
     if block_private:
         from monitor_tick.probes.guard import AddressGuard
@@ -253,19 +258,44 @@ def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int
 @app.command()
 def add(
     ctx: typer.Context,
-    url: Annotated[str, typer.Argument(help="What to probe: an http:// or https:// URL.")],
+    url: Annotated[
+        str,
+        typer.Argument(
+            help="What to check: an http(s)://host/path URL; tls://host[:port] (a certificate: down when "
+            "invalid or expiring); tcp://host:port (a port accepts connections); or the word heartbeat "
+            "(a cron job pings it: prints the token instead of the id)."
+        ),
+    ],
     name: Annotated[str | None, typer.Option(help="A unique name. Default: the URL.")] = None,
-    every: Annotated[str, typer.Option(help="Interval, whole minutes: 1m, 5m, 1h, 1d or seconds (300).")] = "5m",
+    every: Annotated[
+        str, typer.Option(help="Interval, whole minutes: 1m, 5m, 1h, 1d or seconds (300). A heartbeat's period.")
+    ] = "5m",
     owner: Annotated[str | None, typer.Option(help="Owner name (see `owner add`); their plan's floor applies.")] = None,
     expect: Annotated[
-        str, typer.Option(help="Accepted statuses: codes and ranges, e.g. 200-299 or 200,204,301-302.")
-    ] = "200-399",
-    keyword: Annotated[str | None, typer.Option(help="Text the body (first 1 MiB) must contain.")] = None,
+        str | None,
+        typer.Option(help="http: accepted statuses, codes and ranges, e.g. 200-299 or 200,204. [default: 200-399]"),
+    ] = None,
+    keyword: Annotated[str | None, typer.Option(help="http: text the body (first 1 MiB) must contain.")] = None,
+    keyword_absent: Annotated[
+        str | None, typer.Option(help="http: text the body (first 1 MiB) must NOT contain, e.g. maintenance.")
+    ] = None,
+    expires_within: Annotated[
+        str | None,
+        typer.Option(help="tls:// (default 14d), https://: down when the certificate expires within this, e.g. 30d."),
+    ] = None,
+    grace: Annotated[
+        str | None,
+        typer.Option(help="heartbeat: how late past --every a ping may be before it is down, e.g. 1h. [default: 1h]"),
+    ] = None,
     timeout: Annotated[
-        str, typer.Option(help="Hard deadline per attempt (connect, headers and body), e.g. 10s.")
-    ] = "10s",
-    method: Annotated[str, typer.Option(help="GET or HEAD.")] = "GET",
-    retries: Annotated[int, typer.Option(help="Extra attempts within a tick before it counts as down (0 to 3).")] = 1,
+        str | None,
+        typer.Option(help="Hard deadline per attempt (connect, TLS, headers and body), e.g. 5s. [default: 10s]"),
+    ] = None,
+    method: Annotated[str | None, typer.Option(help="http: GET or HEAD. [default: GET]")] = None,
+    retries: Annotated[
+        int | None,
+        typer.Option(help="Extra attempts within a tick before it counts as down (0 to 3). [default: 1]"),
+    ] = None,
     aligned: Annotated[
         bool,
         typer.Option(
@@ -284,52 +314,61 @@ def add(
     ] = None,
     db: DbOption = None,
 ) -> None:
-    """Add a monitor and print its id. Example: monitor-tick add https://example.org --every 1m"""
+    """Add a monitor and print its id (a heartbeat's token). Example: monitor-tick add https://example.org --every 1m"""
+    from monitor_tick.probes import PROBES, new_monitor  # imports httpx: not on every tick
+    from monitor_tick.probes.heartbeat import new_token
+
     interval = duration_s(every, "--every")
     if interval != int(interval):
         fail(f"--every: interval must be whole minutes (got {every})", 2)
-    method = method.upper()
-    settings = {
-        "url": url,
-        "interval_sec": int(interval),
-        "method": method,
+    options = {
+        "method": None if method is None else method.upper(),
         "expect_status": expect,
         "keyword": keyword,
-        "timeout_s": duration_s(timeout, "--timeout"),
+        "keyword_absent": keyword_absent,
+        "expires_within_sec": None if expires_within is None else round(duration_s(expires_within, "--expires-within")),
+        "grace_sec": None if grace is None else round(duration_or_zero_s(grace, "--grace")),
+        "timeout_s": None if timeout is None else duration_s(timeout, "--timeout"),
         "retries": retries,
     }
     remind_s = duration_s(remind, "--remind") if remind else None
     try:
-        kind = check_settings(**settings)  # type: ignore[arg-type]
+        monitor = new_monitor(
+            name=name,
+            url=url,
+            interval_sec=int(interval),
+            aligned=aligned,
+            given={option: value for option, value in options.items() if value is not None},
+        )
         alert_settings = check_alert_settings(
             AlertSettings(alert_after, resolve_after, None if remind_s is None else round(remind_s))
         )
     except InvalidMonitor as exc:
         fail(str(exc), 2)
-    monitor = Monitor(
-        id=0, name=name or url, kind=kind, effective_interval_sec=int(interval), aligned=aligned, **settings
-    )  # type: ignore[arg-type]
+    token, token_sha256 = new_token() if PROBES[monitor.kind].pinged else (None, None)
     conn = connect(db_path(ctx, db))
     try:
-        new_id = store.add_monitor(conn, monitor, owner, clock.now_ms(), alert_settings)
+        new_id = store.add_monitor(conn, monitor, owner, clock.now_ms(), alert_settings, token_sha256=token_sha256)
     except store.StoreError as exc:
         fail(str(exc))
     finally:
         conn.close()
-    typer.echo(str(new_id))
+    typer.echo(token or str(new_id))
 
 
 @app.command("list")
 def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """List monitors with their interval, effective interval (after the plan floor) and state."""
+    now_ms = clock.now_ms()
     conn = connect(db_path(ctx, db))
     try:
-        rows = store.list_monitors(conn, clock.now_ms())
+        rows = store.list_monitors(conn, now_ms)
     finally:
         conn.close()
     for row in rows:
-        row["state"] = monitor_state(row)
+        row["state"] = monitor_state(row)  # judged on the real url, shown redacted
         row["url"] = redact_url(row["url"])
+        row.update(latest_results(row, now_ms))
     if as_json:
         emit_json(rows)
         return
@@ -341,9 +380,47 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         every = clock.format_duration_s(row["effective_interval_sec"])
         if row["effective_interval_sec"] != row["interval_sec"]:
             every += "*"
-        typer.echo(f"{row['id']:>5}  {row['name'][:24]:<24} {every:>6}  {row['state']:<12} {row['url']}")
+        line = f"{row['id']:>5}  {row['name'][:24]:<24} {every:>6}  {row['state']:<12} {row['url']}"
+        typer.echo(f"{line}  {row['note']}" if row["note"] else line)
     if any(r["effective_interval_sec"] != r["interval_sec"] for r in rows):
         typer.echo("* raised to the owner's plan floor")
+
+
+def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """What list and report add to a monitor's row: the open incident's cause, the certificate's
+    days left (derived from its stored expiry and `now_ms`), a heartbeat's last ping, and all of
+    it as one short `note` for the text tables."""
+    cause = redact_text(row["cause"]) if row["cause"] else None  # a stored cause may quote a URL
+    notes = [cause] if cause else []
+    expires_ms = row["cert_expires_at_ms"]
+    if expires_ms is not None and not (row["cause"] or "").startswith("tls: "):
+        notes.append(f"cert {expiry_text(expires_ms, now_ms)}")
+    if row["kind"] == "heartbeat":
+        notes.append(_ping_note(row, now_ms))
+    return {
+        "cause": cause,
+        "cert_expires_at_ms": expires_ms,
+        "cert_days_left": None if expires_ms is None else clock.days_left(expires_ms, now_ms),
+        "last_ping_ms": row["last_ping_ms"],
+        "last_ping_failed": None if row["last_ping_ms"] is None else bool(row["last_ping_failed"]),
+        "last_duration_ms": row["last_duration_ms"],
+        "note": "; ".join(notes),
+    }
+
+
+def _ping_note(row: dict[str, Any], now_ms: int) -> str:
+    def ago(ms: int) -> str:
+        return clock.format_duration_s(clock.ms_to_s(max(0, now_ms - ms)))
+
+    if row["last_ping_ms"] is None:
+        note = "no ping yet"
+    else:
+        note = f"last ping {ago(row['last_ping_ms'])} ago{': failure' if row['last_ping_failed'] else ''}"
+        if row["last_duration_ms"] is not None:
+            note += f" (ran {clock.format_duration_s(clock.ms_to_s(row['last_duration_ms']))})"
+    if row["started_at_ms"] is not None:
+        note += f"; started {ago(row['started_at_ms'])} ago"
+    return note
 
 
 @app.command()
@@ -444,7 +521,7 @@ def maintenance_add(
 from monitor_tick.cli_notify import alert_warnings, notify_app  # noqa: E402 -- it builds on the helpers above
 
 app.add_typer(notify_app, name="notify")
-from monitor_tick import cli_status  # noqa: E402,F401  (registers status-page and report)
+from monitor_tick import cli_heartbeat, cli_status  # noqa: E402,F401  (register ping, serve, status-page, report)
 
 
 def main() -> None:

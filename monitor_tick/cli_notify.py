@@ -11,7 +11,7 @@ import typer
 
 from monitor_tick import alerts, clock, notify, store
 from monitor_tick.cli import DbOption, JsonOption, _change, connect, db_path, emit_json, fail
-from monitor_tick.model import InvalidMonitor, kind_of_url
+from monitor_tick.model import InvalidMonitor
 from monitor_tick.redact import redact_channel_url, redact_url
 from monitor_tick.tick import TickReport
 
@@ -143,8 +143,11 @@ def notify_canary(
     if url is not None and off:
         fail("give a URL or --off, not both", 2)
     if url is not None:
+        from monitor_tick.probes import kind_of_url  # imports httpx: only for this command
+
         try:
-            kind_of_url(url)
+            if kind_of_url(url) != "http":
+                raise InvalidMonitor("the canary must be an http(s):// URL")
         except InvalidMonitor as exc:
             fail(f"canary: {exc}", 2)
     conn = connect(db_path(ctx, db))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from monitor_tick import clock, store
-from monitor_tick.cli import DbOption, JsonOption, app, db_path, duration_s, emit_json, fail
+from monitor_tick.cli import DbOption, JsonOption, app, db_path, duration_s, emit_json, fail, latest_results
 from monitor_tick.model import monitor_state
 from monitor_tick.redact import redact_text
 from monitor_tick.uptime import Totals, format_pct
@@ -127,6 +127,7 @@ def report(
             {
                 "id": row["id"],
                 "name": redact_text(row["name"]),
+                "kind": row["kind"],
                 "state": monitor_state(row),
                 "checks": totals.checks,
                 "failures": totals.failures,
@@ -134,6 +135,7 @@ def report(
                 "avg_latency_ms": None if latency is None else round(latency, 1),
                 "incidents": row["incidents"],
                 "open_incident": bool(row["open_incident"]),
+                **latest_results(row, now_ms),
             }
         )
         shown.append(format_pct(totals.hundredths, none="-"))
@@ -149,13 +151,13 @@ def report(
     if not out:
         typer.echo("no monitors; add one with: monitor-tick add URL")
         return
-    header = ("ID", "NAME", "STATE", "UPTIME", "CHECKS", "FAILED", "INCIDENTS", "AVG MS")
-    typer.echo("{:>5}  {:<24} {:<12} {:>8} {:>7} {:>7} {:>9} {:>7}".format(*header))
+    header = ("ID", "NAME", "STATE", "UPTIME", "CHECKS", "FAILED", "INCIDENTS", "AVG MS", "NOTE")
+    typer.echo("{:>5}  {:<24} {:<12} {:>8} {:>7} {:>7} {:>9} {:>7}  {}".format(*header))
     for r, uptime in zip(out, shown, strict=True):
         name = "".join(ch if ch.isprintable() else "?" for ch in r["name"])[:24]
         state = typer.style(f"{r['state']:<12}", fg=_STATE_COLORS.get(r["state"]))
         latency = "-" if r["avg_latency_ms"] is None else f"{r['avg_latency_ms']:.0f}"
         typer.echo(
             f"{r['id']:>5}  {name:<24} {state} {uptime:>8} {r['checks']:>7} {r['failures']:>7} "
-            f"{r['incidents']:>9} {latency:>7}"
+            f"{r['incidents']:>9} {latency:>7}  {redact_text(r['note'])}".rstrip()
         )

@@ -142,3 +142,9 @@ def format_duration_ms(ms: int) -> str:
     """A short human form of a span of epoch ms, to the minute once it is a minute or more."""
     seconds = ms / MS_PER_S
     return format_duration_s(seconds if seconds < 60 else seconds - seconds % 60)
+
+
+def days_left(until_ms: int, now_ms: int) -> int:
+    """Whole days from `now_ms` until `until_ms`, rounded down (negative once it has passed)."""
+    return (until_ms - now_ms) // MS_PER_DAY
+

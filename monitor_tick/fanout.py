@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import ssl
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -23,6 +24,14 @@ if TYPE_CHECKING:
 USER_AGENT = "monitor-tick (uptime check)"
 MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starting
 CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget")
+
+
+def ssl_context(verify: object = True) -> ssl.SSLContext:
+    """The one TLS context of a tick: what HTTPS requests and tls:// probes both trust.
+    `verify`: an ssl.SSLContext (used as is), True (httpx's default CA bundle), or a CA file."""
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
 
 
 def make_client(
@@ -53,7 +62,7 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
     """Probe; on `down`, pause and try again up to monitor.retries times. All attempts share
     the monitor's one deadline (timeout_s): a probe that timed out is not retried, and no
     probe outlives its deadline, however many retries it has."""
-    probe = PROBES[monitor.kind]
+    probe = PROBES[monitor.kind].probe
     loop = asyncio.get_running_loop()
     deadline = loop.time() + monitor.timeout_s
     result = await probe(monitor, ctx)

@@ -1,22 +1,23 @@
 """Values that cross module borders: a monitor's settings and a check's result.
 
-`monitor_from_row` is where a database row becomes a Monitor: a row edited by hand may hold
-anything, so every field is checked and a bad row raises InvalidMonitor with a short cause.
+The checks every kind shares live here (`check_common`); what each kind accepts is checked by
+its module in monitor_tick/probes/, and `probes.monitor_from_row` is where a database row
+becomes a Monitor: a row edited by hand may hold anything, so every field is checked and a bad
+row raises InvalidMonitor with a short cause.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, Literal
-from urllib.parse import urlsplit
+
+from monitor_tick.clock import date_from_ms, days_left, format_duration_s
 
 Status = Literal["up", "down", "unknown"]
 
 METHODS = ("GET", "HEAD")
 MAX_TIMEOUT_S = 60.0
 MAX_RETRIES = 3
-# scheme -> probe kind; probes/__init__.py maps kinds to probe functions
-KIND_OF_SCHEME = {"http": "http", "https": "http"}
 
 
 class InvalidMonitor(ValueError):
@@ -37,16 +38,43 @@ class Monitor:
     keyword: str | None = None
     timeout_s: float = 10.0
     retries: int = 1
+    # http: the body (first 1 MiB) must not contain this text
+    keyword_absent: str | None = None
+    # tls:// and https://: down when the certificate expires within this many seconds
+    expires_within_sec: int | None = None
+    # heartbeat: how long past its period (interval_sec) a ping may be late
+    grace_sec: int | None = None
+
+
+# Settings every kind has, and the options that apply only to the kinds that list them
+# (probes.Kind.options). Each is a column of `monitors` with the same name.
+COMMON_SETTINGS = ("name", "kind", "url", "interval_sec", "aligned")
+OPTIONS = tuple(f.name for f in fields(Monitor) if f.name not in {"id", "effective_interval_sec", *COMMON_SETTINGS})
+# the `add` option that sets each, for messages
+OPTION_FLAGS = {
+    "method": "--method",
+    "expect_status": "--expect",
+    "keyword": "--keyword",
+    "timeout_s": "--timeout",
+    "retries": "--retries",
+    "keyword_absent": "--keyword-absent",
+    "expires_within_sec": "--expires-within",
+    "grace_sec": "--grace",
+}
 
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """One probe's outcome. `unknown`: we could not tell (our own limits), counted neither way."""
+    """One probe's outcome. `unknown`: we could not tell (our own limits), counted neither way.
+
+    `cert_expires_at_ms`: the peer certificate's notAfter, when the probe saw one (tls://, and
+    https:// monitors with --expires-within)."""
 
     status: Status
     latency_ms: int | None = None
     http_status: int | None = None
     cause: str | None = None
+    cert_expires_at_ms: int | None = None
 
 
 @dataclass(frozen=True)
@@ -56,31 +84,25 @@ class CheckResult:
     latency_ms: int | None = None
     http_status: int | None = None
     cause: str | None = None
+    cert_expires_at_ms: int | None = None
 
     @classmethod
     def of(cls, monitor_id: int, probe: ProbeResult) -> CheckResult:
-        return cls(monitor_id, probe.status, probe.latency_ms, probe.http_status, probe.cause)
+        return cls(
+            monitor_id, probe.status, probe.latency_ms, probe.http_status, probe.cause, probe.cert_expires_at_ms
+        )
 
 
-def kind_of_url(url: str) -> str:
-    """The probe kind for a URL; raises InvalidMonitor when it is not a usable URL."""
-    if not isinstance(url, str) or not url.strip():
-        raise InvalidMonitor("url is empty")
-    if any(ch.isspace() for ch in url):
-        raise InvalidMonitor("url contains whitespace")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError on a bad port
-    except ValueError as exc:
-        raise InvalidMonitor(f"url is not valid: {exc}") from None
-    if not parts.scheme:
-        raise InvalidMonitor("url has no scheme (e.g. https://)")
-    kind = KIND_OF_SCHEME.get(parts.scheme.lower())
-    if kind is None:
-        raise InvalidMonitor(f"unsupported scheme {parts.scheme!r}")
-    if not parts.hostname:
-        raise InvalidMonitor("url has no host")
-    return kind
+def expiry_text(expires_at_ms: int, now_ms: int) -> str:
+    """'expires in 3 days (2026-12-03)', 'expires in 5h (2026-12-01)', 'expired 2 days ago (...)'."""
+    date = date_from_ms(expires_at_ms)
+    if expires_at_ms <= now_ms:
+        ago = days_left(now_ms, expires_at_ms)  # whole days since it expired
+        return f"expired {ago} day{'s' if ago != 1 else ''} ago ({date})" if ago else f"expired ({date})"
+    days = days_left(expires_at_ms, now_ms)
+    if days == 0:
+        return f"expires in {format_duration_s((expires_at_ms - now_ms) / 1000)} ({date})"
+    return f"expires in {days} day{'s' if days != 1 else ''} ({date})"
 
 
 def parse_expect(text: str) -> list[tuple[int, int]]:
@@ -104,72 +126,33 @@ def status_accepted(status: int, ranges: list[tuple[int, int]]) -> bool:
     return any(first <= status <= last for first, last in ranges)
 
 
-def check_settings(
-    *,
-    url: str,
-    interval_sec: int,
-    method: str,
-    expect_status: str,
-    keyword: str | None,
-    timeout_s: float,
-    retries: int,
-) -> str:
-    """Validate a monitor's settings; returns its probe kind. Raises InvalidMonitor."""
-    kind = kind_of_url(url)
+def check_common(monitor: Monitor) -> None:
+    """The checks every kind shares (interval, timeout, retries). Raises InvalidMonitor."""
+    interval_sec, timeout_s, retries = monitor.interval_sec, monitor.timeout_s, monitor.retries
     if isinstance(interval_sec, bool) or not isinstance(interval_sec, int):
         raise InvalidMonitor(f"interval is not a whole number of seconds: {interval_sec!r}")
     if interval_sec < 60 or interval_sec % 60:
         raise InvalidMonitor(f"interval must be a whole number of minutes, at least 1m (got {interval_sec}s)")
-    if method not in METHODS:
-        raise InvalidMonitor(f"method must be GET or HEAD (got {method!r})")
-    parse_expect(expect_status)
-    if keyword is not None and (not isinstance(keyword, str) or not keyword):
-        raise InvalidMonitor("keyword is empty")
-    if keyword is not None and method == "HEAD":
-        raise InvalidMonitor("a keyword needs the body: use --method GET")
+    if monitor.aligned not in (0, 1):
+        raise InvalidMonitor(f"aligned must be 0 or 1 (got {monitor.aligned!r})")
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not (0 < timeout_s <= MAX_TIMEOUT_S):
         raise InvalidMonitor(f"timeout must be more than 0s and at most {MAX_TIMEOUT_S:g}s (got {timeout_s!r})")
     if isinstance(retries, bool) or not isinstance(retries, int) or not (0 <= retries <= MAX_RETRIES):
         raise InvalidMonitor(f"retries must be 0 to {MAX_RETRIES} (got {retries!r})")
-    return kind
 
 
-def check_row_settings(row: dict[str, Any]) -> str:
-    """check_settings for a database row (which may hold anything); returns its probe kind."""
-    return check_settings(
-        url=row.get("url"),  # type: ignore[arg-type]
-        interval_sec=row.get("interval_sec"),  # type: ignore[arg-type]
-        method=row.get("method"),  # type: ignore[arg-type]
-        expect_status=row.get("expect_status"),  # type: ignore[arg-type]
-        keyword=row.get("keyword"),
-        timeout_s=row.get("timeout_s"),  # type: ignore[arg-type]
-        retries=row.get("retries"),  # type: ignore[arg-type]
-    )
+def check_text(value: object, what: str) -> None:
+    """An optional text setting: None, or a non-empty string. Raises InvalidMonitor."""
+    if value is not None and (not isinstance(value, str) or not value):
+        raise InvalidMonitor(f"{what} is empty")
 
 
-def monitor_from_row(row: dict[str, Any]) -> Monitor:
-    """A due row as a Monitor. Raises InvalidMonitor naming what is wrong with the row."""
-    if row.get("owner_missing"):
-        raise InvalidMonitor(f"owner {row.get('owner_id')!r} does not exist")
-    if row.get("plan_missing"):
-        raise InvalidMonitor(f"the plan of owner {row.get('owner_id')!r} does not exist")
-    kind = check_row_settings(row)
-    if row.get("kind") != kind:
-        raise InvalidMonitor(f"kind {row.get('kind')!r} does not match the url's scheme")
-    return Monitor(
-        id=int(row["id"]),
-        name=str(row["name"]),
-        kind=kind,
-        url=row["url"],
-        interval_sec=row["interval_sec"],
-        effective_interval_sec=int(row["effective_interval_sec"]),
-        aligned=bool(row["aligned"]),
-        method=row["method"],
-        expect_status=row["expect_status"],
-        keyword=row["keyword"],
-        timeout_s=float(row["timeout_s"]),
-        retries=row["retries"],
-    )
+def check_seconds(value: object, what: str, *, minimum: int) -> None:
+    """An optional whole number of seconds, at least `minimum`. Raises InvalidMonitor."""
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise InvalidMonitor(f"{what} must be whole seconds, at least {minimum}s (got {value!r})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -210,9 +193,11 @@ def monitor_state(row: dict[str, Any]) -> str:
     """A monitor's state from its settings and current-state columns (enabled, auto_paused,
     in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used), paused,
     auto-paused, maintenance, down, new (never checked) or up."""
+    from monitor_tick.probes import monitor_from_row  # the kinds' checks (imports httpx)
+
     try:
-        check_row_settings(row)
-    except InvalidMonitor:
+        monitor_from_row({**row, "effective_interval_sec": 0})
+    except (InvalidMonitor, TypeError, ValueError, KeyError):
         return "invalid"
     if not row["enabled"]:
         return "paused"

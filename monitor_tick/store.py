@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 
 from monitor_tick.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.incidents import Open, Step, Transition, step
-from monitor_tick.model import AlertSettings, CheckResult, Monitor
+from monitor_tick.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckResult, Monitor
 
 SCHEMA_VERSION = 1
 _T = TypeVar("_T")
@@ -358,9 +358,12 @@ class WriteSummary:
 
 _UPSERT_ROLLUP = """
 INSERT INTO rollups (monitor_id, hour_start_ms, checks, failures, latency_ms_sum,
-                     latency_ms_min, latency_ms_max, last_check_ms)
-VALUES (:monitor_id, :hour_start_ms, 1, :failures, :latency_ms, :latency_min, :latency_max, :at_ms)
+                     latency_ms_min, latency_ms_max, last_check_ms, cert_expires_at_ms)
+VALUES (:monitor_id, :hour_start_ms, 1, :failures, :latency_ms, :latency_min, :latency_max, :at_ms,
+        :cert_expires_at_ms)
 ON CONFLICT (monitor_id, hour_start_ms) DO UPDATE SET
+  cert_expires_at_ms = CASE WHEN excluded.last_check_ms >= last_check_ms
+                            THEN excluded.cert_expires_at_ms ELSE cert_expires_at_ms END,
   checks = checks + 1,
   failures = failures + excluded.failures,
   latency_ms_sum = latency_ms_sum + excluded.latency_ms_sum,
@@ -422,6 +425,7 @@ def write_results(
                     "latency_min": latency,
                     "latency_max": latency,
                     "at_ms": at_ms,
+                    "cert_expires_at_ms": result.cert_expires_at_ms,
                 },
             ).fetchone()
             if last_check_ms > at_ms:
@@ -535,44 +539,40 @@ def add_owner(conn: sqlite3.Connection, name: str, plan_name: str, plan_expires_
         )
 
 
+_MONITOR_COLUMNS = (*COMMON_SETTINGS, *OPTIONS)  # Monitor fields stored under the same names
+
+
 def add_monitor(
     conn: sqlite3.Connection,
     monitor: Monitor,
     owner_name: str | None,
     created_at_ms: int,
     alerts: AlertSettings = AlertSettings(),  # noqa: B008 -- frozen, so one shared default is safe
+    *,
+    token_sha256: bytes | None = None,
 ) -> int:
+    """Insert a checked monitor; `token_sha256` identifies a heartbeat's pings."""
     with write_tx(conn):
         if _one(conn, "SELECT id FROM monitors WHERE name = ?", (monitor.name,)) is not None:
             raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
         owner = owner_id(conn, owner_name) if owner_name else None
+        values = {column: getattr(monitor, column) for column in _MONITOR_COLUMNS}
+        values["aligned"] = int(monitor.aligned)
+        values.update(
+            owner_id=owner,
+            created_at_ms=created_at_ms,
+            token_sha256=token_sha256,
+            alert_after_checks=alerts.alert_after_checks,
+            resolve_after_checks=alerts.resolve_after_checks,
+            remind_every_sec=alerts.remind_every_sec,
+        )
+        # the column names are Monitor's own field names, never user input
         return int(
             conn.execute(
-                "INSERT INTO monitors (owner_id, name, kind, url, interval_sec, aligned, method, "
-                "expect_status, keyword, timeout_s, retries, created_at_ms, "
-                "alert_after_checks, resolve_after_checks, remind_every_sec) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    owner,
-                    monitor.name,
-                    monitor.kind,
-                    monitor.url,
-                    monitor.interval_sec,
-                    int(monitor.aligned),
-                    monitor.method,
-                    monitor.expect_status,
-                    monitor.keyword,
-                    monitor.timeout_s,
-                    monitor.retries,
-                    created_at_ms,
-                    alerts.alert_after_checks,
-                    alerts.resolve_after_checks,
-                    alerts.remind_every_sec,
-                ),
+                f"INSERT INTO monitors ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)})", values
             ).lastrowid
             or 0
         )
-
 
 def set_paused(conn: sqlite3.Connection, ref: str, paused: bool) -> int:
     """Pause (enabled = 0) or resume (enabled = 1, auto-pause cleared) a monitor."""
@@ -621,7 +621,8 @@ def list_monitors(conn: sqlite3.Connection, now_ms: int) -> list[dict[str, Any]]
             f"""
             WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
             SELECT m.id, m.name, m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status,
-                   m.keyword, m.timeout_s, m.retries, m.enabled, m.auto_paused, o.name AS owner,
+                   m.keyword, m.keyword_absent, m.expires_within_sec, m.grace_sec,
+                   m.timeout_s, m.retries, m.enabled, m.auto_paused, o.name AS owner, {_LATEST_RESULTS},
                    max(m.interval_sec, {_FLOOR}) AS effective_interval_sec,
                    EXISTS (SELECT 1 FROM maintenance_windows w
                             WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
@@ -632,6 +633,7 @@ def list_monitors(conn: sqlite3.Connection, now_ms: int) -> list[dict[str, Any]]
               FROM monitors m
               LEFT JOIN owners o ON o.id = m.owner_id
               LEFT JOIN plans p ON p.id = o.plan_id
+              LEFT JOIN pings ON pings.monitor_id = m.id
              CROSS JOIN df
              ORDER BY m.id
             """,
@@ -956,7 +958,8 @@ def set_setting(conn: sqlite3.Connection, name: str, value: str | None) -> None:
 # rather than a max over all its hours.
 _STATE_COLUMNS = """
     m.enabled, m.auto_paused,
-    m.url, m.interval_sec, m.method, m.expect_status, m.keyword, m.timeout_s, m.retries,
+    m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status, m.keyword, m.timeout_s, m.retries,
+    m.keyword_absent, m.expires_within_sec, m.grace_sec,
     EXISTS (SELECT 1 FROM maintenance_windows w
              WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
                AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
@@ -983,7 +986,7 @@ def report(conn: sqlite3.Connection, since_ms: int, now_ms: int) -> list[dict[st
     return _dicts(
         conn,
         f"""
-        SELECT m.id, m.name, m.url, {_STATE_COLUMNS},
+        SELECT m.id, m.name, {_STATE_COLUMNS}, {_LATEST_RESULTS},
                (SELECT count(*) FROM incidents i
                  WHERE i.monitor_id = m.id AND i.started_at_ms <= :now_ms
                    AND (i.resolved_at_ms IS NULL OR i.resolved_at_ms >= :since_ms)) AS incidents,
@@ -994,6 +997,7 @@ def report(conn: sqlite3.Connection, since_ms: int, now_ms: int) -> list[dict[st
                         WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS open_incident
           FROM monitors m
           LEFT JOIN rollups r ON r.monitor_id = m.id AND r.hour_start_ms >= :since_hour_ms
+          LEFT JOIN pings ON pings.monitor_id = m.id
          GROUP BY m.id
          ORDER BY m.id
         """,
@@ -1125,3 +1129,82 @@ def read_db(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T:
         raise StoreError(describe_error(exc, path)) from None
     finally:
         conn.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Probe kinds' own results: certificate expiry (on rollups), heartbeat tokens and pings
+
+# What list and report show of a monitor's latest results (needs `m` = monitors and `pings`
+# left-joined): the open incident's cause, the newest check's certificate expiry, and the last
+# heartbeat signals.
+_LATEST_RESULTS = """
+(SELECT oi.cause FROM incidents oi WHERE oi.monitor_id = m.id AND oi.resolved_at_ms IS NULL) AS cause,
+(SELECT rr.cert_expires_at_ms FROM rollups rr WHERE rr.monitor_id = m.id
+  ORDER BY rr.hour_start_ms DESC LIMIT 1) AS cert_expires_at_ms,
+pings.last_ping_ms, pings.last_ping_failed, pings.last_duration_ms, pings.started_at_ms
+"""
+
+PING_SIGNALS = ("ok", "fail", "start")
+
+
+@dataclass(frozen=True)
+class Pings:
+    """A heartbeat monitor's last signals, as its probe reads them."""
+
+    created_at_ms: int
+    last_ping_ms: int | None
+    last_ping_failed: bool
+    last_duration_ms: int | None
+
+
+def heartbeat_pings(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, Pings]:
+    """The last signals of these monitors, in one query (the heartbeat kind's `load`)."""
+    return {
+        int(row[0]): Pings(int(row[1]), row[2], bool(row[3]), row[4])
+        for row in conn.execute(
+            "SELECT m.id, m.created_at_ms, p.last_ping_ms, coalesce(p.last_ping_failed, 0), p.last_duration_ms "
+            "FROM monitors m LEFT JOIN pings p ON p.monitor_id = m.id "
+            "WHERE m.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(monitor_ids)),),
+        )
+    }
+
+
+def heartbeat_id(conn: sqlite3.Connection, ref: str) -> int:
+    """A heartbeat monitor by id or name; StoreError when there is none or it is another kind."""
+    found = monitor_id(conn, ref)
+    if _one(conn, "SELECT token_sha256 IS NOT NULL FROM monitors WHERE id = ?", (found,)) != 1:
+        raise StoreError(f"monitor {ref!r} is not a heartbeat (add one with: monitor-tick add heartbeat)")
+    return found
+
+
+def heartbeat_by_token(conn: sqlite3.Connection, token_sha256: bytes) -> int | None:
+    """The heartbeat monitor whose token has this SHA-256 digest, if any."""
+    found = _one(conn, "SELECT id FROM monitors WHERE token_sha256 = ?", (token_sha256,))
+    return None if found is None else int(found)
+
+
+_RECORD_START = """
+INSERT INTO pings (monitor_id, started_at_ms) VALUES (:monitor_id, :at_ms)
+ON CONFLICT (monitor_id) DO UPDATE SET started_at_ms = excluded.started_at_ms
+"""
+# A ping ends the run a start signal began: its duration is kept, the start is cleared.
+_RECORD_PING = """
+INSERT INTO pings (monitor_id, last_ping_ms, last_ping_failed) VALUES (:monitor_id, :at_ms, :failed)
+ON CONFLICT (monitor_id) DO UPDATE SET
+  last_ping_ms = excluded.last_ping_ms,
+  last_ping_failed = excluded.last_ping_failed,
+  last_duration_ms = CASE WHEN started_at_ms <= excluded.last_ping_ms
+                          THEN excluded.last_ping_ms - started_at_ms END,
+  started_at_ms = NULL
+"""
+
+
+def record_ping(conn: sqlite3.Connection, monitor: int, signal: str, at_ms: int) -> None:
+    """Record one signal ('ok', 'fail' or 'start') of a heartbeat monitor at `at_ms`: one upsert.
+    Raises sqlite3.Error (e.g. the monitor was removed a moment ago)."""
+    if signal not in PING_SIGNALS:
+        raise ValueError(f"unknown ping signal {signal!r}")
+    sql = _RECORD_START if signal == "start" else _RECORD_PING
+    with write_tx(conn):
+        conn.execute(sql, {"monitor_id": monitor, "at_ms": at_ms, "failed": int(signal == "fail")})

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick import alerts, clock, notify, schedule, store
-from monitor_tick.model import CheckResult, InvalidMonitor, Monitor, ProbeResult, monitor_from_row
+from monitor_tick.model import CheckResult, InvalidMonitor, Monitor, ProbeResult
 
 if TYPE_CHECKING:
     import httpx
@@ -42,7 +42,8 @@ class TickOptions:
     # refuse probes to private, loopback, link-local and metadata addresses (shared installs)
     guard: AddressGuard | None = None
     notify_timeout_s: float = notify.SEND_TIMEOUT_S  # one notification to one channel
-    # for tests and embedding: an httpx transport and TLS verification to use
+    # for tests and embedding: an httpx transport, and TLS verification for https:// and tls://
+    # (an ssl.SSLContext, True for the default CA bundle, or a CA file)
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True
 
@@ -81,7 +82,30 @@ class TickReport:
             "network_lost": self.network_lost,
             "notified": self.delivery.sent if self.delivery else 0,
             "duration_ms": self.duration_ms,
+            "results": self.results_json(),
         }
+
+    def results_json(self) -> list[dict[str, Any]]:
+        """One entry per check, with its kind and cause; days left for certificates."""
+        monitors = {m.id: m for m in self.due}
+        out = []
+        for r in self.results:
+            monitor = monitors.get(r.monitor_id)
+            expires = r.cert_expires_at_ms
+            out.append(
+                {
+                    "id": r.monitor_id,
+                    "name": monitor.name if monitor else None,
+                    "kind": monitor.kind if monitor else None,
+                    "status": r.status,
+                    "cause": r.cause,
+                    "latency_ms": r.latency_ms,
+                    "http_status": r.http_status,
+                    "cert_expires_at": None if expires is None else clock.iso_from_ms(expires),
+                    "cert_days_left": None if expires is None else clock.days_left(expires, self.now_ms),
+                }
+            )
+        return out
 
 
 def tick_time_ms(minute: int | None) -> int:
@@ -93,6 +117,10 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
     """Due rows -> good monitors, and (id, cause) for rows that cannot be probed."""
     good: list[Monitor] = []
     bad: list[tuple[int, str]] = []
+    if not rows:
+        return good, bad
+    from monitor_tick.probes import monitor_from_row  # imports httpx: only when something is due
+
     for row in rows:
         try:
             good.append(monitor_from_row(row))
@@ -138,9 +166,9 @@ def run_tick(options: TickOptions) -> TickReport:
             return TickReport(minute, now_ms, claimed=False)
         minutes = [minute, *claim.covered]
         good, bad = split_rows(select_due_rows(conn, minutes, now_ms))
-        probes = _probe(good, options) if good else []
+        probes = _probe(good, options, now_ms, _load(conn, good)) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
-        network_lost = alerts.network_lost(results, _probe_canary(conn, results, options))
+        network_lost = alerts.network_lost(results, _probe_canary(conn, results, options, now_ms))
         if network_lost:
             results = alerts.offline(results)
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
@@ -177,22 +205,31 @@ def run_tick(options: TickOptions) -> TickReport:
     )
 
 
-def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
+def _load(conn: store.sqlite3.Connection, monitors: list[Monitor]) -> dict[str, Any]:
+    """What the due monitors' kinds read from the database before probing (heartbeats' pings)."""
+    from monitor_tick.probes import load
+
+    return load(conn, monitors)
+
+
+def _probe(monitors: list[Monitor], options: TickOptions, now_ms: int, loaded: dict[str, Any]) -> list[ProbeResult]:
     """Probe on an event loop; imported only when something is due (an idle tick stays light)."""
     import asyncio
     from concurrent.futures import ThreadPoolExecutor
 
-    from monitor_tick.fanout import make_client, probe_all
+    from monitor_tick.fanout import make_client, probe_all, ssl_context
     from monitor_tick.probes import ProbeContext
+
+    tls = ssl_context(options.verify)
 
     async def main() -> list[ProbeResult]:
         # DNS lookups run in the default executor: size it to the fan-out, so a slow resolver
         # makes each probe wait for its own lookup only, never for a thread behind others'.
         asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=options.concurrency))
-        async with make_client(options.concurrency, options.transport, options.verify, options.guard) as client:
+        async with make_client(options.concurrency, options.transport, tls, options.guard) as client:
             return await probe_all(
                 monitors,
-                ProbeContext(client),
+                ProbeContext(client, now_ms, tls, loaded, options.guard),
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
                 budget_s=options.budget_s,
@@ -202,7 +239,7 @@ def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
 
 
 def _probe_canary(
-    conn: store.sqlite3.Connection, results: list[CheckResult], options: TickOptions
+    conn: store.sqlite3.Connection, results: list[CheckResult], options: TickOptions, now_ms: int
 ) -> CheckResult | None:
     """Probe the network canary (a setting), only when some check failed at network level."""
     if not any(alerts.is_network_failure(r) for r in results):
@@ -220,4 +257,4 @@ def _probe_canary(
         timeout_s=5,
         retries=0,
     )
-    return CheckResult.of(0, _probe([canary], options)[0])
+    return CheckResult.of(0, _probe([canary], options, now_ms, {})[0])

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick import store
-from monitor_tick.model import Monitor, kind_of_url
+from monitor_tick.probes import draft_monitor
 
 
 @pytest.fixture
@@ -34,20 +34,13 @@ def add(
     owner: str | None = None,
     aligned: bool = False,
     created_at_ms: int = 0,
-    **settings: object,
+    token_sha256: bytes | None = None,
+    **options: object,
 ) -> int:
-    """Add a monitor through the same store code the CLI uses."""
-    monitor = Monitor(
-        id=0,
-        name=name or url,
-        kind=kind_of_url(url),
-        url=url,
-        interval_sec=every_s,
-        effective_interval_sec=every_s,
-        aligned=aligned,
-        **settings,  # type: ignore[arg-type]
-    )
-    return store.add_monitor(conn, monitor, owner, created_at_ms)
+    """Add a monitor through the same store code the CLI uses, with its kind's defaults and then
+    `options`, unchecked (so that tests can reach the schema's own checks)."""
+    monitor = draft_monitor(name=name, url=url, interval_sec=every_s, aligned=aligned, given=options)
+    return store.add_monitor(conn, monitor, owner, created_at_ms, token_sha256=token_sha256)
 
 
 def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:

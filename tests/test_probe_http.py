@@ -10,6 +10,7 @@ import httpx
 import pytest
 import respx
 
+from monitor_tick.clock import now_ms
 from monitor_tick.fanout import make_client
 from monitor_tick.model import Monitor, ProbeResult
 from monitor_tick.probes.http import MAX_BODY_BYTES, probe_http
@@ -22,7 +23,7 @@ def monitor(url: str = "http://site.test/", **settings: object) -> Monitor:
 def probe(m: Monitor) -> ProbeResult:
     async def main() -> ProbeResult:
         async with make_client(10) as client:
-            return await probe_http(m, client)
+            return await probe_http(m, client, now_ms())
 
     return asyncio.run(main())
 
@@ -85,7 +86,7 @@ def test_connect_errors_are_classified_by_their_root_cause(root: BaseException, 
 
     async def main() -> ProbeResult:
         async with make_client(10, transport=httpx.MockTransport(fail)) as client:
-            return await probe_http(monitor(), client)
+            return await probe_http(monitor(), client, now_ms())
 
     assert asyncio.run(main()) == ProbeResult("down", None, None, cause)
 

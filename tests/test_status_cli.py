@@ -137,7 +137,7 @@ def test_the_report_table_shows_state_uptime_incidents_and_the_time_without_data
         "Since 2026-11-24 12:00 UTC; uptime counted by checks. "
         "monitor-tick was not running for 1d3h: no data, counted neither way."
     )
-    assert lines[1].split() == ["ID", "NAME", "STATE", "UPTIME", "CHECKS", "FAILED", "INCIDENTS", "AVG", "MS"]
+    assert lines[1].split() == ["ID", "NAME", "STATE", "UPTIME", "CHECKS", "FAILED", "INCIDENTS", "AVG", "MS", "NOTE"]
     rows = {line.split()[0]: line.split() for line in lines[2:]}
     checks = conn.execute(
         "SELECT sum(checks) FROM rollups WHERE monitor_id = ? AND hour_start_ms >= ?",
@@ -154,7 +154,7 @@ def test_the_report_table_shows_state_uptime_incidents_and_the_time_without_data
         "1",
         "120",
     ]
-    assert rows[str(history.web)][-6] == "down" and rows[str(history.web)][-2] == "1"
+    assert rows[str(history.web)][2] == "down" and rows[str(history.web)][6] == "1"
     assert rows[str(history.paused)][2:] == ["paused", "-", "0", "0", "0", "-"]
 
 
@@ -172,6 +172,14 @@ def test_the_report_json_keeps_its_fields_and_adds_state_and_incidents(conn: sql
         "uptime_pct",
         "avg_latency_ms",
         "open_incident",
+        "kind",
+        "cause",
+        "cert_expires_at_ms",
+        "cert_days_left",
+        "last_ping_ms",
+        "last_ping_failed",
+        "last_duration_ms",
+        "note",
         "state",
         "incidents",
     }

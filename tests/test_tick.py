@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -138,14 +139,14 @@ def test_a_bug_inside_one_probe_is_that_monitors_failure_not_the_ticks(
     buggy = add(conn, "http://buggy.test/")
     fine = add(conn, "http://fine.test/")
     respx_mock.get("http://fine.test/").mock(return_value=httpx.Response(200))
-    real_http = PROBES["http"]
+    real_http = PROBES["http"].probe
 
     async def sometimes_broken(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         if monitor.id == buggy:
             raise ZeroDivisionError("a bug")
         return await real_http(monitor, ctx)
 
-    monkeypatch.setitem(PROBES, "http", sometimes_broken)
+    monkeypatch.setitem(PROBES, "http", replace(PROBES["http"], probe=sometimes_broken))
     with freeze_time(NOON, real_asyncio=True):
         report = run_tick(options(db_path))
     assert report.summary is not None and report.summary.up == 1 and report.summary.down == 1

@@ -1,33 +1,135 @@
-"""Probe kinds. A probe is `async (monitor, ctx) -> ProbeResult`; it never raises for anything a
-remote end does. Adding a kind is one module and one line in PROBES (plus its scheme in
-model.KIND_OF_SCHEME).
+"""Probe kinds, in one table.
+
+A probe is `async (monitor, ctx) -> ProbeResult`; it never raises for anything a remote end
+does. A kind (base.Kind) holds everything that differs between kinds: the URL schemes that
+select it, its usage line, which options apply and their defaults, the check of its URL and
+options, the probe, and what the tick must read from the database before probing it.
+
+Adding a kind is two lines of work outside its own module:
+
+    1. monitor_tick/probes/<kind>.py defines `KIND = Kind(...)` and its probe;
+    2. its module joins KINDS below (PROBES and KIND_OF_SCHEME are derived from it);
+
+plus its usage in `add`'s help and in the README, which tests/test_kinds.py requires for every
+kind in PROBES. Validation on `add` and on every due row, due selection, fan-out, retries,
+rollups, incidents, `list`, `report` and the tick's --json are shared and need no edit. Only a
+kind with an option of its own adds a Monitor field with its column (schema.sql) and an `add`
+option; only a kind with results of its own (heartbeats' pings) adds a table and its SQL
+(store.py), which the tick hands to its probe through `load` -> ctx.loaded.
+
+Importing this package imports httpx: the tick and the CLI import it only when a monitor is
+due or being added, so an idle tick stays light.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import fields, replace
+from typing import Any
+from urllib.parse import urlsplit
 
-import httpx
+from monitor_tick.model import COMMON_SETTINGS, OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, check_common
+from monitor_tick.probes import heartbeat, http, tcp, tls
+from monitor_tick.probes.base import Kind, Probe, ProbeContext
 
-from monitor_tick.model import Monitor, ProbeResult
-from monitor_tick.probes.http import probe_http
+__all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
 
+KINDS: tuple[Kind, ...] = (http.KIND, tls.KIND, tcp.KIND, heartbeat.KIND)
 
-@dataclass(frozen=True)
-class ProbeContext:
-    """What probes share within one tick."""
+PROBES: dict[str, Kind] = {kind.name: kind for kind in KINDS}
+KIND_OF_SCHEME: dict[str, str] = {scheme: kind.name for kind in KINDS for scheme in kind.schemes}
 
-    client: httpx.AsyncClient
-
-
-Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]
-
-
-async def _http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
-    return await probe_http(monitor, ctx.client)
+_MONITOR_DEFAULTS = {f.name: f.default for f in fields(Monitor)}
 
 
-PROBES: dict[str, Probe] = {
-    "http": _http,
-}
+def kind_of_url(url: str) -> str:
+    """The kind a URL selects; raises InvalidMonitor when it is not usable for any kind."""
+    if not isinstance(url, str) or not url.strip():
+        raise InvalidMonitor("url is empty")
+    if any(ch.isspace() for ch in url):
+        raise InvalidMonitor("url contains whitespace")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 -- raises ValueError on a bad port
+    except ValueError as exc:
+        raise InvalidMonitor(f"url is not valid: {exc}") from None
+    kind = KIND_OF_SCHEME.get((parts.scheme or url).lower())  # a bare word: a kind with no address
+    if kind is None:
+        raise InvalidMonitor(f"unsupported scheme {parts.scheme!r}" if parts.scheme else "url has no scheme (e.g. https://)")
+    return kind
+
+
+def default_of(kind: Kind, option: str) -> Any:
+    return kind.defaults.get(option, _MONITOR_DEFAULTS[option])
+
+
+def check_monitor(monitor: Monitor) -> Kind:
+    """Check every setting of a monitor against its kind; returns the kind. Raises InvalidMonitor."""
+    kind = PROBES[kind_of_url(monitor.url)]
+    if monitor.kind != kind.name:
+        raise InvalidMonitor(f"kind {monitor.kind!r} does not match the url's scheme")
+    check_common(monitor)
+    for option in OPTIONS:
+        if option not in kind.options and getattr(monitor, option) != default_of(kind, option):
+            raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
+    kind.check(monitor)
+    return kind
+
+
+def new_monitor(*, name: str | None, url: str, interval_sec: int, aligned: bool, given: Mapping[str, Any]) -> Monitor:
+    """A monitor as `add` creates it: its kind's defaults, then the options the user gave.
+    Raises InvalidMonitor (an option given for a kind it does not apply to included)."""
+    kind = PROBES[kind_of_url(url)]
+    for option in given:
+        if option not in kind.options:
+            raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
+    monitor = draft_monitor(name=name, url=url, interval_sec=interval_sec, aligned=aligned, given=given)
+    check_monitor(monitor)
+    return monitor
+
+
+def draft_monitor(*, name: str | None, url: str, interval_sec: int, aligned: bool, given: Mapping[str, Any]) -> Monitor:
+    """The unchecked monitor for a URL of a known kind: its kind's defaults, then `given`."""
+    kind = PROBES[kind_of_url(url)]
+    return Monitor(
+        id=0,
+        name=name or url,
+        kind=kind.name,
+        url=url,
+        interval_sec=interval_sec,
+        effective_interval_sec=interval_sec,
+        aligned=aligned,
+        **{**kind.defaults, **given},
+    )
+
+
+def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
+    """A due row as a Monitor. Raises InvalidMonitor naming what is wrong with the row."""
+    if row.get("owner_missing"):
+        raise InvalidMonitor(f"owner {row.get('owner_id')!r} does not exist")
+    if row.get("plan_missing"):
+        raise InvalidMonitor(f"the plan of owner {row.get('owner_id')!r} does not exist")
+    monitor = Monitor(
+        id=int(row["id"]),
+        effective_interval_sec=row["effective_interval_sec"],  # a number once the interval is checked
+        **{setting: row.get(setting) for setting in (*COMMON_SETTINGS, *OPTIONS)},
+    )
+    check_monitor(monitor)
+    return replace(
+        monitor,
+        effective_interval_sec=int(monitor.effective_interval_sec),
+        aligned=bool(monitor.aligned),
+        timeout_s=float(monitor.timeout_s),
+    )
+
+
+def load(conn: sqlite3.Connection, monitors: Sequence[Monitor]) -> dict[str, Mapping[int, Any]]:
+    """What the due monitors' kinds read before probing: one `load` call per kind that has one
+    and is due (none when no such kind is due)."""
+    loaded: dict[str, Mapping[int, Any]] = {}
+    for name in sorted({monitor.kind for monitor in monitors}):
+        loader = PROBES[name].load
+        if loader is not None:
+            loaded[name] = loader(conn, [monitor.id for monitor in monitors if monitor.kind == name])
+    return loaded

@@ -37,6 +37,16 @@ class AddressGuard:
             None if blocked is None else [ipaddress.ip_network(net) for net in blocked]
         )
 
+    async def resolve(self, host: str, port: int) -> str:
+        """Look `host` up and return the address to connect to; raises BlockedAddress when any
+        of its addresses is blocked (a name that also resolves to a private address is refused)."""
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+        blocked = [a for a in addresses if self.is_blocked(a)]
+        if blocked:
+            raise BlockedAddress(f"blocked: {blocked[0]} is not a public address")
+        return str(addresses[0])
+
     def is_blocked(self, address: IPAddress) -> bool:
         if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
             address = address.ipv4_mapped
@@ -68,13 +78,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
-        blocked = [a for a in addresses if self._guard.is_blocked(a)]
-        if blocked:
-            raise BlockedAddress(f"blocked: {blocked[0]} is not a public address")
+        address = await self._guard.resolve(host, port)
         return await self._inner.connect_tcp(
-            str(addresses[0]), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+            address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
         )
 
     async def connect_unix_socket(

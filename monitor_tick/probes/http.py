@@ -1,5 +1,9 @@
 """The HTTP(S) probe: one request under one hard deadline, turned into a ProbeResult.
 
+Options: accepted statuses (--expect), text the body must contain (--keyword) or must not
+(--keyword-absent), and for https:// the certificate's expiry (--expires-within, judged as for
+tls:// monitors on the final response's connection).
+
 httpx's timeouts are per operation (a server that drips a byte a second never trips a read
 timeout), so the whole attempt -- connect, headers, body -- runs under `asyncio.timeout`.
 Every failure a remote end can cause becomes a `down` result with a short cause; our own
@@ -9,69 +13,94 @@ limits (a connection-pool wait) become `unknown`, never `down`.
 from __future__ import annotations
 
 import asyncio
-import socket
 import ssl
 import time
+from urllib.parse import urlsplit
 
 import httpx
 
 from monitor_tick.clock import elapsed_ms
-from monitor_tick.model import Monitor, ProbeResult, parse_expect, status_accepted
+from monitor_tick.model import (
+    METHODS,
+    InvalidMonitor,
+    Monitor,
+    ProbeResult,
+    check_text,
+    parse_expect,
+    status_accepted,
+)
+from monitor_tick.probes.base import Kind, ProbeContext
+from monitor_tick.probes.net import cause_of_os_error, cert_expires_at_ms, check_expires_within, expiry_cause
 
-MAX_BODY_BYTES = 1024 * 1024  # at most this much of a body is kept, to look for the keyword
+MAX_BODY_BYTES = 1024 * 1024  # at most this much of a body is kept, to look for keywords
 MAX_REDIRECTS = 5
 
 
-async def probe_http(monitor: Monitor, client: httpx.AsyncClient) -> ProbeResult:
+async def probe_http(monitor: Monitor, client: httpx.AsyncClient, now_ms: int) -> ProbeResult:
     """One attempt. Never raises for remote behaviour; returns up/down/unknown with a cause.
+    `now_ms` (the tick's time) is what a certificate's days left are counted from.
 
     The body is read to its end under the same deadline (a page that never finishes loading is
-    down), keeping at most MAX_BODY_BYTES of it, only when there is a keyword to look for.
+    down), keeping at most MAX_BODY_BYTES of it, and only when there is a keyword to look for.
     """
     ranges = parse_expect(monitor.expect_status)
-    keyword = monitor.keyword.encode("utf-8") if monitor.keyword else None
+    wanted = monitor.keyword.encode("utf-8") if monitor.keyword else None
+    unwanted = monitor.keyword_absent.encode("utf-8") if monitor.keyword_absent else None
     start = time.perf_counter()
     status: int | None = None
+    expires_at_ms: int | None = None
     try:
         async with asyncio.timeout(monitor.timeout_s):
             request = client.build_request(monitor.method, monitor.url, timeout=monitor.timeout_s)
             response = await client.send(request, stream=True, follow_redirects=True)
             try:
                 status = response.status_code
-                if not status_accepted(status, ranges):
-                    return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, f"status {status}")
-                found = await _read_body(response, keyword)
+                if monitor.expires_within_sec is not None:
+                    expires_at_ms = cert_expires_at_ms(_peer_cert(response))
+                cause = None if status_accepted(status, ranges) else f"status {status}"
+                if cause is None:
+                    found = await _read_body(response, [n for n in (wanted, unwanted) if n])
+                    if wanted and not found[wanted]:
+                        cause = "keyword missing"
+                    elif unwanted and found[unwanted]:
+                        cause = "keyword present"
+                if cause is None and monitor.expires_within_sec is not None:
+                    cause = expiry_cause(monitor, now_ms, expires_at_ms)
+                if cause is not None:
+                    return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, cause, expires_at_ms)
             finally:
                 await response.aclose()
     except TimeoutError:
-        return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body")
+        cause = "timeout" if status is None else "timeout reading body"
+        return ProbeResult("down", None, status, cause, expires_at_ms)
     except httpx.PoolTimeout:
         return ProbeResult("unknown", None, None, "connection pool exhausted")
     except httpx.HTTPError as exc:
-        return ProbeResult("down", None, status, cause_of(exc))
+        return ProbeResult("down", None, status, cause_of(exc), expires_at_ms)
     except (OSError, ssl.SSLError) as exc:  # transports may leak raw socket errors
-        return ProbeResult("down", None, status, _cause_of_os_error(exc))
-    if found is False:
-        return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, "keyword missing")
-    return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None)
+        return ProbeResult("down", None, status, cause_of_os_error(exc), expires_at_ms)
+    return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms)
 
 
-async def _read_body(response: httpx.Response, needle: bytes | None) -> bool | None:
-    """Read the body to its end. With a needle: whether the first MAX_BODY_BYTES (decoded)
-    contain it, holding no more than that in memory; without one, None (nothing is kept)."""
-    if needle is None:
+async def _read_body(response: httpx.Response, needles: list[bytes]) -> dict[bytes, bool]:
+    """Read the body to its end; which needles its first MAX_BODY_BYTES (decoded) contain,
+    holding no more than that in memory (nothing at all without needles)."""
+    if not needles:
         async for _ in response.aiter_raw():
             pass
-        return None
+        return {}
     seen = bytearray()
-    found = False
     async for chunk in response.aiter_bytes():
-        if found or len(seen) >= MAX_BODY_BYTES:
-            continue
-        searched_to = max(0, len(seen) - len(needle) + 1)
-        seen += chunk[: MAX_BODY_BYTES - len(seen)]
-        found = seen.find(needle, searched_to) >= 0
-    return found
+        if len(seen) < MAX_BODY_BYTES:
+            seen += chunk[: MAX_BODY_BYTES - len(seen)]
+    return {needle: needle in seen for needle in needles}
+
+
+def _peer_cert(response: httpx.Response) -> dict[str, object] | None:
+    """The verified certificate of the connection that carried `response` (None over plain HTTP)."""
+    stream = response.extensions.get("network_stream")
+    ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
+    return ssl_object.getpeercert() if ssl_object is not None else None
 
 
 def cause_of(exc: httpx.HTTPError) -> str:
@@ -101,7 +130,7 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
     while seen is not None and id(seen) not in visited:  # chains can loop
         visited.add(id(seen))
         if isinstance(seen, OSError | ssl.SSLError) and not isinstance(seen, httpx.HTTPError):
-            cause = _cause_of_os_error(seen)
+            cause = cause_of_os_error(seen)
             if cause != "connect error":  # anyio wraps the real error in a plain OSError
                 return cause
         seen = seen.__cause__ or seen.__context__
@@ -115,28 +144,33 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
     return default
 
 
-def _cause_of_os_error(exc: BaseException) -> str:
-    from monitor_tick.probes.guard import BlockedAddress
+async def _probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    return await probe_http(monitor, ctx.client, ctx.now_ms)
 
-    if isinstance(exc, BlockedAddress):
-        return str(exc)
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        reason = (exc.verify_message or "").lower()
-        if "expired" in reason:
-            return "tls: certificate expired"
-        if "hostname" in reason or "ip address mismatch" in reason:
-            return "tls: certificate is for another host"
-        if "self-signed" in reason or "self signed" in reason:
-            return "tls: self-signed certificate"
-        return "tls: certificate not trusted"
-    if isinstance(exc, ssl.SSLError):
-        return "tls"
-    if isinstance(exc, socket.gaierror):
-        return "dns"
-    if isinstance(exc, ConnectionRefusedError):
-        return "connect refused"
-    if isinstance(exc, ConnectionResetError):
-        return "connection reset"
-    if isinstance(exc, TimeoutError):
-        return "timeout"
-    return "connect error"
+
+def _check(monitor: Monitor) -> None:
+    parts = urlsplit(monitor.url)
+    if not parts.hostname:
+        raise InvalidMonitor("url has no host")
+    if monitor.method not in METHODS:
+        raise InvalidMonitor(f"method must be GET or HEAD (got {monitor.method!r})")
+    parse_expect(monitor.expect_status)
+    check_text(monitor.keyword, "keyword")
+    check_text(monitor.keyword_absent, "--keyword-absent")
+    if (monitor.keyword or monitor.keyword_absent) and monitor.method == "HEAD":
+        raise InvalidMonitor("a keyword needs the body: use --method GET")
+    if monitor.expires_within_sec is not None and parts.scheme.lower() != "https":
+        raise InvalidMonitor("--expires-within needs an https:// url (or use tls://host)")
+    check_expires_within(monitor)
+
+
+KIND = Kind(
+    name="http",
+    schemes=("http", "https"),
+    usage="http(s)://host/path",
+    probe=_probe,
+    check=_check,
+    options=frozenset(
+        {"method", "expect_status", "keyword", "keyword_absent", "expires_within_sec", "timeout_s", "retries"}
+    ),
+)

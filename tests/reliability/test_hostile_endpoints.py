@@ -35,7 +35,7 @@ def probe_one(url: str, verify: object = True, **settings: object) -> ProbeResul
 
     async def main() -> ProbeResult:
         async with make_client(10, verify=verify) as client:
-            return await probe_http(monitor, client)
+            return await probe_http(monitor, client, 0)
 
     return asyncio.run(main())
 

@@ -165,3 +165,15 @@ def test_the_guard_is_opt_in_from_the_command_line(tmp_path: Path, local_server:
     )
     assert json.loads(plain.stdout)["up"] == 1
     assert json.loads(guarded.stdout)["down"] == 1
+
+
+@pytest.mark.parametrize("scheme", ["tcp", "tls"])
+def test_with_the_guard_tcp_and_tls_monitors_are_refused_too(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer, scheme: str
+) -> None:
+    add(conn, f"{scheme}://localhost:{local_server.port}", retries=0)
+    report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, guard=AddressGuard()))
+    (result,) = report.results
+    assert result.status == "down"
+    assert result.cause is not None and result.cause.startswith(f"{scheme}: blocked: ")
+    assert "is not a public address" in result.cause

@@ -1,0 +1,70 @@
+"""Heartbeat commands: `ping` records a cron job's signal; `serve` receives signals over HTTP.
+
+A heartbeat monitor is added with `monitor-tick add heartbeat --name NAME --every 1d`; the
+tick then checks, each period, that a ping arrived (probes/heartbeat.py)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from monitor_tick import clock, store
+from monitor_tick.cli import DbOption, app, connect, db_path, fail
+
+
+@app.command()
+def ping(
+    ctx: typer.Context,
+    monitor: Annotated[str, typer.Argument(help="Heartbeat monitor id or name.")],
+    failed: Annotated[
+        bool, typer.Option("--fail", help="The job failed: the monitor is down at its next check.")
+    ] = False,
+    start: Annotated[
+        bool, typer.Option("--start", help="The job is starting: its next ping records how long it ran.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Record a heartbeat's ping, now. Prints nothing. In a crontab:
+    backup.sh && monitor-tick ping backups || monitor-tick ping backups --fail"""
+    if failed and start:
+        fail("give at most one of --fail and --start", 2)
+    path = db_path(ctx, db)
+    conn = connect(path)
+    try:
+        found = store.heartbeat_id(conn, monitor)
+        store.record_ping(conn, found, "fail" if failed else "start" if start else "ok", clock.now_ms())
+    except store.StoreError as exc:
+        fail(str(exc))
+    except store.sqlite3.Error as exc:
+        fail(store.describe_error(exc, path))
+    finally:
+        conn.close()
+
+
+@app.command()
+def serve(
+    ctx: typer.Context,
+    port: Annotated[int, typer.Option(min=0, max=65535, help="TCP port to listen on (0: any free port).")],
+    host: Annotated[
+        str, typer.Option(help="Address to listen on; 0.0.0.0 to take pings from other machines.")
+    ] = "127.0.0.1",
+    db: DbOption = None,
+) -> None:
+    """Receive heartbeat pings over HTTP until stopped (Ctrl-C or SIGTERM): jobs elsewhere run
+    curl -fsS http://HOST:PORT/ping/TOKEN (or .../TOKEN/fail, .../TOKEN/start). Prints the address
+    it listens on; unknown tokens get the same 404 as any other bad request."""
+    from monitor_tick.receiver import serve as serve_forever
+
+    conn = connect(db_path(ctx, db))
+
+    def ready(bound_host: str, bound_port: int) -> None:
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        typer.echo(f"listening on http://{shown}:{bound_port}")
+
+    try:
+        serve_forever(conn, host, port, ready)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+    finally:
+        conn.close()

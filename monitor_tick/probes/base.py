@@ -1,0 +1,65 @@
+"""What a probe kind is, and what probes share within one tick (no kind is defined here)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from monitor_tick.model import Monitor, ProbeResult
+
+if TYPE_CHECKING:
+    import ssl
+
+    import httpx
+
+    from monitor_tick.probes.guard import AddressGuard
+
+
+@dataclass(frozen=True)
+class ProbeContext:
+    """What probes share within one tick."""
+
+    client: httpx.AsyncClient
+    # the tick's one clock reading (a replayed minute's start under --minute)
+    now_ms: int
+    # what TLS probes trust: the same context the HTTP client verifies with
+    ssl_context: ssl.SSLContext
+    # kind name -> monitor id -> what that kind's `load` read before probing
+    loaded: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
+    # --block-private: connections (http, tls, tcp alike) only to addresses it allows
+    guard: AddressGuard | None = None
+
+
+Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]
+# Reads what a kind's due monitors need from the database, in one query: id -> value.
+Loader = Callable[[sqlite3.Connection, Sequence[int]], Mapping[int, Any]]
+
+DEFAULT_OPTIONS = frozenset({"timeout_s", "retries"})
+
+
+@dataclass(frozen=True)
+class Kind:
+    """Everything that differs between kinds of monitor.
+
+    name      the `kind` column's value
+    schemes   URL schemes that select it; a bare word (`heartbeat`) selects a kind with no address
+    usage     how to write its URL (for `add --help` and the README)
+    probe     async (monitor, ctx) -> ProbeResult; never raises for what a remote end does
+    check     raises InvalidMonitor for a URL or option this kind cannot use
+    options   the model.OPTIONS a user may set for it; the others must keep their defaults
+    defaults  its values for options, where they differ from Monitor's
+    load      what the tick reads for its due monitors before probing (into ctx.loaded[name])
+    pinged    it waits for pings (identified by a token) instead of probing; `add` prints the token
+    """
+
+    name: str
+    schemes: tuple[str, ...]
+    usage: str
+    probe: Probe
+    check: Callable[[Monitor], None]
+    options: frozenset[str] = DEFAULT_OPTIONS
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    load: Loader | None = None
+    pinged: bool = False

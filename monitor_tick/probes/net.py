@@ -1,0 +1,128 @@
+"""Shared by the kinds that open connections (http, tls, tcp): what a socket or TLS error means,
+one connection attempt under one deadline, and the peer certificate's expiry."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import ssl
+import time
+from typing import TYPE_CHECKING
+from urllib.parse import SplitResult, urlsplit
+
+from monitor_tick.clock import MS_PER_S, elapsed_ms, s_to_ms
+from monitor_tick.model import InvalidMonitor, Monitor, check_seconds, expiry_text
+
+if TYPE_CHECKING:
+    from monitor_tick.probes.guard import AddressGuard
+
+CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
+
+
+def cause_of_os_error(exc: BaseException) -> str:
+    """A short, stable cause for a socket or TLS error (never an address: it may be private)."""
+    from monitor_tick.probes.guard import BlockedAddress
+
+    if isinstance(exc, BlockedAddress):
+        return str(exc)
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        reason = (exc.verify_message or "").lower()
+        if "expired" in reason:
+            return "tls: certificate expired"
+        if "hostname" in reason or "ip address mismatch" in reason:
+            return "tls: certificate is for another host"
+        if "self-signed" in reason or "self signed" in reason:
+            return "tls: self-signed certificate"
+        return "tls: certificate not trusted"
+    if isinstance(exc, ssl.SSLError):
+        return "tls"
+    if isinstance(exc, socket.gaierror):
+        return "dns"
+    if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
+        return "connect refused"
+    if isinstance(exc, ConnectionResetError):
+        return "connection reset"
+    if isinstance(exc, TimeoutError):
+        return "timeout"
+    # asyncio tries every address of a host and, when they all fail differently (::1 and
+    # 127.0.0.1), raises a plain OSError('Multiple exceptions: [Errno 111] ...')
+    if f"[errno {errno.ECONNREFUSED}]" in str(exc).lower():
+        return "connect refused"
+    return "connect error"
+
+
+def prefixed(kind: str, cause: str) -> str:
+    """'tcp: connect refused'; a cause that already names the kind is kept ('tls: ...')."""
+    if cause == kind:
+        return f"{kind}: handshake failed"
+    return cause if cause.startswith(f"{kind}: ") else f"{kind}: {cause}"
+
+
+def address(monitor: Monitor, default_port: int | None) -> tuple[str, int]:
+    """(host, port) of a scheme://host[:port] monitor (checked by check_address)."""
+    parts = urlsplit(monitor.url)
+    port = parts.port or default_port
+    assert parts.hostname is not None and port is not None  # checked when the monitor was loaded
+    return parts.hostname, port
+
+
+def check_address(monitor: Monitor, *, port_required: bool) -> SplitResult:
+    """A scheme://host[:port] URL with nothing else. Raises InvalidMonitor."""
+    parts = urlsplit(monitor.url)
+    scheme = parts.scheme.lower()
+    if not parts.hostname:
+        raise InvalidMonitor("url has no host")
+    if port_required and parts.port is None:
+        raise InvalidMonitor(f"{scheme}:// needs a port: {scheme}://host:port")
+    if parts.port == 0:
+        raise InvalidMonitor("port 0 cannot be connected to")
+    if parts.username is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise InvalidMonitor(f"{scheme}:// takes only a host and a port")
+    return parts
+
+
+def check_expires_within(monitor: Monitor) -> None:
+    check_seconds(monitor.expires_within_sec, "--expires-within", minimum=1)
+
+
+async def connect(
+    host: str, port: int, timeout_s: float, tls: ssl.SSLContext | None = None, guard: AddressGuard | None = None
+) -> tuple[int, dict[str, object] | None]:
+    """Open one connection (with a TLS handshake when `tls` is given) under one deadline, then
+    close it. Returns (latency_ms, the verified peer certificate or None). With `guard`, the
+    name is resolved here and the address checked and connected to (guard.BlockedAddress).
+    Raises TimeoutError, OSError or ssl.SSLError."""
+    start = time.perf_counter()
+    async with asyncio.timeout(timeout_s):
+        target = host if guard is None else await guard.resolve(host, port)
+        _, writer = await asyncio.open_connection(
+            target, port, ssl=tls, server_hostname=host if tls else None,
+            ssl_handshake_timeout=timeout_s if tls else None,
+        )
+    latency_ms = elapsed_ms(start, time.perf_counter())
+    cert = writer.get_extra_info("peercert") if tls else None
+    writer.close()
+    try:  # a peer that never answers TLS close_notify must not hold the probe
+        async with asyncio.timeout(CLOSE_WAIT_S):
+            await writer.wait_closed()
+    except (TimeoutError, OSError, ssl.SSLError):
+        writer.transport.abort()
+    return latency_ms, cert
+
+
+def cert_expires_at_ms(cert: dict[str, object] | None) -> int | None:
+    """notAfter of a verified peer certificate (ssl's dict form) as epoch ms; None when absent."""
+    not_after = (cert or {}).get("notAfter")
+    if not isinstance(not_after, str):
+        return None
+    return ssl.cert_time_to_seconds(not_after) * MS_PER_S
+
+
+def expiry_cause(monitor: Monitor, now_ms: int, expires_at_ms: int | None) -> str | None:
+    """Why the certificate fails monitor.expires_within_sec at `now_ms`, or None when it passes."""
+    if expires_at_ms is None:
+        return "tls: no verified certificate to read the expiry from"
+    if expires_at_ms - now_ms <= s_to_ms(monitor.expires_within_sec or 0):
+        return f"tls: {expiry_text(expires_at_ms, now_ms)}"
+    return None

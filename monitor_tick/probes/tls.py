@@ -1,0 +1,55 @@
+"""tls://host[:port] (port 443 by default): a TLS handshake, verified like an HTTPS request, and
+the certificate's expiry. Down when the certificate is invalid or expires within
+--expires-within (14 days unless given); the cause carries the days left and the date."""
+
+from __future__ import annotations
+
+import ssl
+
+from monitor_tick.clock import parse_duration_s
+from monitor_tick.model import Monitor, ProbeResult
+from monitor_tick.probes.base import Kind, ProbeContext
+from monitor_tick.probes.net import (
+    address,
+    cause_of_os_error,
+    cert_expires_at_ms,
+    check_address,
+    check_expires_within,
+    connect,
+    expiry_cause,
+    prefixed,
+)
+
+DEFAULT_PORT = 443
+DEFAULT_EXPIRES_WITHIN_SEC = int(parse_duration_s("14d"))
+
+
+async def probe_tls(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    host, port = address(monitor, DEFAULT_PORT)
+    try:
+        latency_ms, cert = await connect(host, port, monitor.timeout_s, ctx.ssl_context, ctx.guard)
+    except TimeoutError:
+        return ProbeResult("down", None, None, "tls: timeout")
+    except (OSError, ssl.SSLError) as exc:
+        return ProbeResult("down", None, None, prefixed("tls", cause_of_os_error(exc)))
+    expires_at_ms = cert_expires_at_ms(cert)
+    cause = expiry_cause(monitor, ctx.now_ms, expires_at_ms)
+    if expires_at_ms is None:  # verification is off: there is no certificate to judge
+        return ProbeResult("unknown", latency_ms, None, cause)
+    return ProbeResult("down" if cause else "up", latency_ms, None, cause, expires_at_ms)
+
+
+def _check(monitor: Monitor) -> None:
+    check_address(monitor, port_required=False)
+    check_expires_within(monitor)
+
+
+KIND = Kind(
+    name="tls",
+    schemes=("tls",),
+    usage="tls://host[:port]",
+    probe=probe_tls,
+    check=_check,
+    options=frozenset({"timeout_s", "retries", "expires_within_sec"}),
+    defaults={"expires_within_sec": DEFAULT_EXPIRES_WITHIN_SEC},
+)

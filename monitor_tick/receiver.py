@@ -1,0 +1,144 @@
+"""The heartbeat receiver behind `monitor-tick serve`: a small HTTP/1.x server (stdlib asyncio)
+so that jobs on other machines can signal with `curl -fsS http://HOST:PORT/ping/TOKEN`.
+
+    GET|POST|HEAD /ping/TOKEN         the job ran and succeeded
+                  /ping/TOKEN/fail    the job ran and failed
+                  /ping/TOKEN/start   the job is starting (the next ping records its duration)
+
+It faces an open port, so:
+
+  * Every request that is not a recorded ping -- an unknown token, another path or method,
+    garbage, a request too large or too slow -- gets the same REFUSED bytes: a response never
+    tells whether a token exists.
+  * Tokens are compared as SHA-256 digests: the database holds only digests and the lookup is
+    by the digest of the received token, so how long a lookup takes depends on that digest
+    alone and reveals nothing about any real token (the digest comparison is the constant-time
+    step; the token itself is never compared).
+  * A request (line, headers and any body) may be at most MAX_REQUEST_BYTES and must arrive,
+    be answered and be written within REQUEST_DEADLINE_S; at most MAX_CONNECTIONS are served
+    at once (more are closed unanswered).
+  * Nothing a client sends can raise out of a connection's handler.
+
+A ping is one upsert into `pings` (store.record_ping), made on a worker thread, one at a time,
+so a locked database never stalls the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import signal
+import sqlite3
+from collections.abc import Callable
+
+from monitor_tick import clock, store
+from monitor_tick.probes.heartbeat import token_digest
+
+MAX_REQUEST_BYTES = 8 * 1024
+REQUEST_DEADLINE_S = 10.0
+MAX_CONNECTIONS = 256
+METHODS = ("GET", "POST", "HEAD")
+PING_PATH = re.compile(r"/ping/([A-Za-z0-9_-]{1,128})(?:/(fail|start))?/?")
+_DIGITS = re.compile(r"[0-9]{1,9}")
+
+
+def _response(status: str, body: str) -> bytes:
+    return (
+        f"HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {len(body)}\r\n"
+        f"Cache-Control: no-store\r\nConnection: close\r\n\r\n{body}"
+    ).encode("ascii")
+
+
+OK = _response("200 OK", "OK\n")
+REFUSED = _response("404 Not Found", "not found\n")
+BUSY = _response("503 Service Unavailable", "busy, try again\n")
+
+
+class Receiver:
+    """Answers ping requests, recording them through one database connection."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self.active = 0
+        self._db_lock = asyncio.Lock()
+
+    async def start(self, host: str, port: int) -> asyncio.Server:
+        # `limit` bounds what the stream buffers while looking for the end of the headers
+        return await asyncio.start_server(self._on_connect, host, port, limit=MAX_REQUEST_BYTES)
+
+    async def _on_connect(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.active >= MAX_CONNECTIONS:
+            writer.transport.abort()
+            return
+        self.active += 1
+        try:
+            async with asyncio.timeout(REQUEST_DEADLINE_S):
+                response, head_only = await self._answer(reader)
+                writer.write(response[: response.index(b"\r\n\r\n") + 4] if head_only else response)
+                await writer.drain()
+        except (TimeoutError, OSError, asyncio.IncompleteReadError):
+            pass  # too slow or gone: close without an answer
+        finally:
+            self.active -= 1
+            writer.close()
+
+    async def _answer(self, reader: asyncio.StreamReader) -> tuple[bytes, bool]:
+        """(response, whether to send only its head)."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.LimitOverrunError:
+            return REFUSED, False
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or parts[0] not in METHODS or not parts[2].startswith("HTTP/1."):
+            return REFUSED, False
+        method, target = parts[0], parts[1]
+        headers = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+        length = headers.get("content-length", "0")
+        if "transfer-encoding" in headers or not _DIGITS.fullmatch(length):
+            return REFUSED, False
+        if len(head) + int(length) > MAX_REQUEST_BYTES:
+            return REFUSED, False
+        if int(length):
+            await reader.readexactly(int(length))  # a body (e.g. a job's log) is read and dropped
+        match = PING_PATH.fullmatch(target.split("?", 1)[0])
+        if match is None:
+            return REFUSED, method == "HEAD"
+        async with self._db_lock:
+            try:
+                recorded = await asyncio.to_thread(self._record, match.group(1), match.group(2) or "ok")
+            except (store.StoreError, sqlite3.Error):
+                return BUSY, method == "HEAD"
+        return (OK if recorded else REFUSED), method == "HEAD"
+
+    def _record(self, token: str, signal_name: str) -> bool:
+        found = store.heartbeat_by_token(self.conn, token_digest(token))
+        if found is None:
+            return False
+        try:
+            store.record_ping(self.conn, found, signal_name, clock.now_ms())
+        except sqlite3.IntegrityError:  # removed a moment ago
+            return False
+        return True
+
+
+def serve(conn: sqlite3.Connection, host: str, port: int, ready: Callable[[str, int], None]) -> None:
+    """Serve until SIGINT or SIGTERM; `ready(host, port)` is called once listening (port 0
+    picks a free port)."""
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        server = await Receiver(conn).start(host, port)
+        bound_host, bound_port = server.sockets[0].getsockname()[:2]
+        ready(bound_host, bound_port)
+        async with server:
+            await stop.wait()
+
+    asyncio.run(main())

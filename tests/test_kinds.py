@@ -1,0 +1,155 @@
+"""The kinds table: every kind is one entry in probes.KINDS, and everything else is shared."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from monitor_tick import store
+from monitor_tick.cli import app
+from monitor_tick.model import OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, ProbeResult
+from monitor_tick.probes import (
+    KIND_OF_SCHEME,
+    KINDS,
+    PROBES,
+    Kind,
+    ProbeContext,
+    check_monitor,
+    monitor_from_row,
+    new_monitor,
+)
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+runner = CliRunner()
+
+# One URL per kind, for the table-driven tests below (a new kind adds its own).
+SAMPLE_URLS = {
+    "http": "https://example.test/health",
+    "tls": "tls://example.test",
+    "tcp": "tcp://example.test:5432",
+    "heartbeat": "heartbeat",
+}
+# A value other than every kind's default, per option.
+OTHER_VALUES = {
+    "method": "HEAD",
+    "expect_status": "200",
+    "keyword": "ok",
+    "timeout_s": 3.0,
+    "retries": 2,
+    "keyword_absent": "maintenance",
+    "expires_within_sec": 86_400,
+    "grace_sec": 600,
+}
+
+
+def test_every_kind_has_a_sample_and_every_option_a_flag_and_a_value() -> None:
+    assert set(SAMPLE_URLS) == set(PROBES) == {kind.name for kind in KINDS}
+    assert set(OTHER_VALUES) == set(OPTION_FLAGS) == set(OPTIONS)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_each_kind_is_selected_by_its_schemes_and_documented_in_help_and_readme(kind: Kind) -> None:
+    assert all(KIND_OF_SCHEME[scheme] == kind.name for scheme in kind.schemes)
+    assert set(kind.options) <= set(OPTIONS) and set(kind.defaults) <= set(OPTIONS)
+    help_text = " ".join(runner.invoke(app, ["add", "--help"]).stdout.split())
+    assert kind.usage in help_text
+    assert f"`{kind.usage}`" in README.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: Kind) -> None:
+    url = SAMPLE_URLS[kind.name]
+    plain = new_monitor(name=None, url=url, interval_sec=300, aligned=False, given={})
+    assert check_monitor(plain) is kind
+    for option in OPTIONS:
+        given = {option: OTHER_VALUES[option]}
+        if option == "expires_within_sec" and kind.name == "http":
+            url = "https://example.test/"
+        if option in kind.options:
+            monitor = new_monitor(name=None, url=url, interval_sec=300, aligned=False, given=given)
+            assert getattr(monitor, option) == OTHER_VALUES[option]
+        else:
+            refusal = f"^{OPTION_FLAGS[option]} does not apply to {kind.name} monitors$"
+            with pytest.raises(InvalidMonitor, match=refusal):
+                new_monitor(name=None, url=url, interval_sec=300, aligned=False, given=given)
+
+
+@pytest.mark.parametrize(
+    ("url", "cause"),
+    [
+        ("ftp://example.test/", "unsupported scheme 'ftp'"),
+        ("example.test", "url has no scheme (e.g. https://)"),
+        ("tcp://example.test", "tcp:// needs a port: tcp://host:port"),
+        ("tcp://example.test:0", "port 0 cannot be connected to"),
+        ("tls://example.test/path", "tls:// takes only a host and a port"),
+        ("tls://user@example.test", "tls:// takes only a host and a port"),
+        ("tls://:443", "url has no host"),
+        ("heartbeat:", "a heartbeat's url is the word 'heartbeat'"),
+        ("http://example.test:99999/", "url is not valid: Port out of range 0-65535"),
+    ],
+)
+def test_urls_a_kind_cannot_use_are_refused_with_a_cause(url: str, cause: str) -> None:
+    with pytest.raises(InvalidMonitor) as refused:
+        new_monitor(name=None, url=url, interval_sec=300, aligned=False, given={})
+    assert str(refused.value) == cause
+
+
+def test_a_row_whose_option_does_not_fit_its_kind_is_an_invalid_monitor() -> None:
+    row = {
+        "id": 7,
+        "name": "db",
+        "kind": "tcp",
+        "url": "tcp://example.test:5432",
+        "interval_sec": 60,
+        "effective_interval_sec": 60,
+        "aligned": 0,
+        **{f: getattr(Monitor(0, "", "", "", 60, 60), f) for f in OPTIONS},
+    }
+    assert monitor_from_row(row).kind == "tcp"
+    with pytest.raises(InvalidMonitor, match="^--keyword does not apply to tcp monitors$"):
+        monitor_from_row({**row, "keyword": "hello"})
+
+
+def test_a_new_kind_needs_only_its_entry_in_the_table(
+    monkeypatch: pytest.MonkeyPatch, db_path: str, conn: sqlite3.Connection
+) -> None:
+    """A kind defined here, outside the package, joins the table the way a line in KINDS does;
+    add, validation, the tick, rollups, incidents, list and --json then work for it unchanged."""
+
+    async def probe_echo(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+        # (a retry gets what is left of the same deadline, so round it to the setting)
+        return ProbeResult("down", None, None, f"echo: {monitor.url} after {round(monitor.timeout_s)}s")
+
+    echo = Kind(name="echo", schemes=("echo",), usage="echo://host", probe=probe_echo, check=lambda m: None)
+    monkeypatch.setitem(PROBES, echo.name, echo)
+    monkeypatch.setitem(KIND_OF_SCHEME, "echo", echo.name)
+
+    refused = runner.invoke(app, ["add", "echo://there", "--keyword", "x", "--db", db_path])
+    assert refused.exit_code == 2 and "--keyword does not apply to echo monitors" in refused.stderr
+    added = runner.invoke(app, ["add", "echo://there", "--every", "1m", "--timeout", "3s", "--db", db_path])
+    assert added.exit_code == 0, added.output
+    monitor = int(added.stdout)
+
+    ticked = runner.invoke(app, ["--db", db_path, "--json", "--retry-delay", "0"])
+    assert ticked.exit_code == 0, ticked.output
+    result = json.loads(ticked.stdout)["results"]
+    assert result == [
+        {
+            "id": monitor,
+            "name": "echo://there",
+            "kind": "echo",
+            "status": "down",
+            "cause": "echo: echo://there after 3s",
+            "latency_ms": None,
+            "http_status": None,
+            "cert_expires_at": None,
+            "cert_days_left": None,
+        }
+    ]
+    assert store.incidents_for(conn, monitor)[0][2] == "echo: echo://there after 3s"
+    listed = json.loads(runner.invoke(app, ["list", "--json", "--db", db_path]).stdout)
+    assert (listed[0]["kind"], listed[0]["state"], listed[0]["note"]) == ("echo", "down", "echo: echo://there after 3s")

@@ -1,0 +1,196 @@
+"""`monitor-tick serve`, the heartbeat receiver, over real HTTP on 127.0.0.1: the installed
+command runs in a subprocess for the whole module, and every test talks to it over sockets."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import sqlite3
+import struct
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from monitor_tick import clock, store
+from monitor_tick.cli import app
+from monitor_tick.probes.heartbeat import new_token
+from monitor_tick.receiver import MAX_REQUEST_BYTES, REFUSED
+from monitor_tick.tick import TickOptions, run_tick
+from tests.conftest import add
+
+MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
+UNKNOWN_TOKEN = "A" * 43
+
+
+@dataclass
+class Receiver:
+    db_path: str
+    port: int
+    tokens: dict[str, str]  # monitor name -> token
+    ids: dict[str, int]
+    process: subprocess.Popen[str]
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def pings(self) -> list[tuple[object, ...]]:
+        conn = store.open_db(self.db_path)
+        try:
+            return conn.execute("SELECT * FROM pings ORDER BY monitor_id").fetchall()
+        finally:
+            conn.close()
+
+    def ping_row(self, name: str) -> tuple[object, ...]:
+        return next(row for row in self.pings() if row[0] == self.ids[name])
+
+
+@pytest.fixture(scope="module")
+def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
+    db_path = str(tmp_path_factory.mktemp("receiver") / "monitor-tick.db")
+    tokens, ids = {}, {}
+    conn = store.open_db(db_path)
+    for name in ("backups", "reports", "gone"):
+        tokens[name], digest = new_token()
+        ids[name] = add(conn, "heartbeat", name=name, every_s=86_400, token_sha256=digest)
+    add(conn, "http://127.0.0.1/site", name="site", every_s=86_400)
+    store.remove_monitor(conn, "gone")  # its token must now be as unknown as any other
+    conn.close()
+    with subprocess.Popen(
+        [str(MONITOR_TICK), "serve", "--port", "0", "--db", db_path],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        try:
+            line = process.stdout.readline()  # printed once listening
+            assert line.startswith("listening on http://127.0.0.1:"), (line, process.stderr.read())
+            yield Receiver(db_path, int(line.rsplit(":", 1)[1]), tokens, ids, process)
+            assert process.poll() is None, "the receiver died during the tests"
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=10) == 0
+            assert process.stderr.read() == ""
+        finally:
+            if process.poll() is None:
+                process.kill()
+
+
+@pytest.fixture
+def client() -> Iterator[httpx.Client]:
+    with httpx.Client(trust_env=False, timeout=10) as c:
+        yield c
+
+
+def exchange(port: int, data: bytes, *, linger_reset: bool = False) -> bytes:
+    """Send raw bytes, half-close, and read the whole answer (b'' when the server just closes)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(data)
+        if linger_reset:  # leave with an RST instead of a FIN
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return b""
+        sock.shutdown(socket.SHUT_WR)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def flood(port: int, data: bytes) -> bytes:
+    """Like exchange, for more than the receiver reads: it may answer, or reset the connection."""
+    try:
+        return exchange(port, data)
+    except OSError as exc:  # a reset, or a connection the receiver already dropped
+        assert not isinstance(exc, TimeoutError), "the receiver neither answered nor closed"
+        return b""
+
+
+def test_pings_over_http_are_recorded_like_local_ones(receiver: Receiver, client: httpx.Client) -> None:
+    token = receiver.tokens["backups"]
+    ok = client.get(receiver.url(f"/ping/{token}"))
+    assert (ok.status_code, ok.text) == (200, "OK\n")
+    _, last_ping_ms, failed, started, _ = receiver.ping_row("backups")
+    assert isinstance(last_ping_ms, int) and (failed, started) == (0, None)
+
+    assert client.get(receiver.url(f"/ping/{token}/fail")).status_code == 200
+    assert receiver.ping_row("backups")[2] == 1
+    # a job may POST its log as the body, and add a query string; both are dropped
+    posted = client.post(receiver.url(f"/ping/{token}/start?run=7"), content=b"starting backup\n" * 20)
+    assert posted.status_code == 200 and receiver.ping_row("backups")[3] is not None
+    head = client.head(receiver.url(f"/ping/{token}"))
+    assert (head.status_code, head.content) == (200, b"")
+    _, _, failed, started, duration_ms = receiver.ping_row("backups")
+    assert (failed, started) == (0, None) and isinstance(duration_ms, int)
+
+
+def test_every_refusal_is_the_same_404_so_the_receiver_never_tells_which_tokens_exist(
+    receiver: Receiver, client: httpx.Client
+) -> None:
+    before = receiver.pings()
+    known = receiver.tokens["reports"]
+    requests = [
+        b"GET /ping/%s HTTP/1.1\r\nHost: x\r\n\r\n" % UNKNOWN_TOKEN.encode(),
+        b"GET /ping/%s HTTP/1.1\r\nHost: x\r\n\r\n" % receiver.tokens["gone"].encode(),  # removed monitor
+        b"GET /ping/%s/fail HTTP/1.1\r\n\r\n" % known[:-1].encode(),  # one character short
+        b"GET /ping/ HTTP/1.1\r\n\r\n",
+        b"GET /ping/%s/other HTTP/1.1\r\n\r\n" % known.encode(),
+        b"GET / HTTP/1.1\r\n\r\n",
+        b"DELETE /ping/%s HTTP/1.1\r\n\r\n" % known.encode(),  # a known token, a wrong method
+        b"GET /ping/%s HTTP/2.0\r\n\r\n" % known.encode(),
+        b"this is not http\r\n\r\n",
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n\r\n",  # a TLS ClientHello's start
+        b"GET /ping/%s HTTP/1.1\r\nContent-Length: 100000\r\n\r\n" % known.encode(),  # body too large
+        b"POST /ping/%s HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n" % known.encode(),
+        b"POST /ping/%s HTTP/1.1\r\nContent-Length: \xb2\r\n\r\n" % known.encode(),  # a non-ASCII digit
+        b"GET /ping/%s HTTP/1.1\r\nX-Big: %s\r\n\r\n" % (known.encode(), b"a" * MAX_REQUEST_BYTES),  # head too large
+    ]
+    for request in requests:
+        assert exchange(receiver.port, request) == REFUSED, request[:60]
+    assert client.get(receiver.url(f"/ping/{UNKNOWN_TOKEN}")).status_code == 404
+    assert receiver.pings() == before
+
+
+def test_the_receiver_survives_garbage_floods_resets_and_slow_clients(receiver: Receiver, client: httpx.Client) -> None:
+    before = receiver.pings()
+    assert flood(receiver.port, os.urandom(64 * 1024)) in (REFUSED, b"")
+    assert flood(receiver.port, b"GET /ping/" + b"x" * (1024 * 1024)) in (REFUSED, b"")
+    exchange(receiver.port, b"GET /ping/%s HTT" % receiver.tokens["reports"].encode(), linger_reset=True)
+    exchange(receiver.port, b"")
+    with socket.create_connection(("127.0.0.1", receiver.port), timeout=10) as slow:
+        slow.sendall(b"GET /ping/")  # and nothing more, for now
+        answered = client.get(receiver.url(f"/ping/{receiver.tokens['reports']}"))
+        assert answered.status_code == 200  # one stalled client holds no one else up
+        assert receiver.ping_row("reports")[1] is not None
+    assert receiver.pings() != before
+    assert receiver.process.poll() is None
+
+
+def test_serve_on_a_port_in_use_fails_with_one_line(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        result = CliRunner().invoke(app, ["serve", "--port", str(port), "--db", str(tmp_path / "x.db")])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"monitor-tick: cannot listen on 127.0.0.1:{port}: ")
+    assert result.stderr.count("\n") == 1
+
+
+def test_the_tick_sees_pings_received_over_http(receiver: Receiver, client: httpx.Client) -> None:
+    assert client.get(receiver.url(f"/ping/{receiver.tokens['reports']}/fail")).status_code == 200
+    # replay today's minute of this daily heartbeat (phase = id): the failure is its newest ping
+    due_minute = clock.minute_of_ms(clock.now_ms()) // 1440 * 1440 + receiver.ids["reports"]
+    report = run_tick(TickOptions(db_path=receiver.db_path, minute=due_minute, retry_delay_s=0))
+    causes = {r["name"]: r["cause"] for r in report.results_json()}
+    assert causes["reports"] == "heartbeat: job reported failure"
+    conn = sqlite3.connect(receiver.db_path)
+    try:
+        assert conn.execute("SELECT cause FROM incidents").fetchall() == [("heartbeat: job reported failure",)]
+    finally:
+        conn.close()
