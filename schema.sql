@@ -55,7 +55,22 @@ CREATE TABLE monitors (
     enabled       INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),
     -- set by housekeeping after a long continuous outage; cleared by `resume`
     auto_paused   INTEGER NOT NULL DEFAULT 0 CHECK (auto_paused IN (0, 1)),
-    created_at_ms INTEGER NOT NULL
+    created_at_ms INTEGER NOT NULL,
+    -- consecutive down checks before an incident is confirmed and announced (1: at once)
+    alert_after_checks INTEGER NOT NULL DEFAULT 2 CHECK (alert_after_checks BETWEEN 1 AND 10),
+    -- consecutive up checks before a confirmed incident is resolved
+    resolve_after_checks INTEGER NOT NULL DEFAULT 1 CHECK (resolve_after_checks BETWEEN 1 AND 10),
+    -- NULL: no reminders; else remind every this many seconds while a confirmed incident stays open
+    remind_every_sec INTEGER CHECK (remind_every_sec IS NULL OR remind_every_sec >= 60),
+    -- http: the body (first 1 MiB) must NOT contain this text; NULL: no such check
+    keyword_absent TEXT,
+    -- tls:// and https://: down when the certificate expires within this many seconds; NULL: no check
+    expires_within_sec INTEGER CHECK (expires_within_sec > 0),
+    -- heartbeat: how long past its period (interval_sec) a ping may be late before it is down
+    grace_sec      INTEGER CHECK (grace_sec >= 0),
+    -- heartbeat: SHA-256 of the token that identifies its pings over HTTP. The token itself is
+    -- printed once by `add` and never stored, so a copy of this file cannot be used to ping.
+    token_sha256   BLOB CHECK (length(token_sha256) = 32)
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match
@@ -97,11 +112,15 @@ CREATE TABLE rollups (
     latency_ms_max INTEGER,
     -- the newest check counted here; a tick that commits late never flips state behind it
     last_check_ms  INTEGER NOT NULL,
+    -- The certificate expiry seen by the hour's newest check (tls://, https:// with an expiry
+    -- check); NULL when that check saw none. Days left are derived from it and the reader's clock,
+    -- never stored. Written by the same upsert that counts the check: no extra write per check.
+    cert_expires_at_ms INTEGER,
     PRIMARY KEY (monitor_id, hour_start_ms)
 ) STRICT, WITHOUT ROWID;
 
 -- One row per outage: opened by the first down check (its start is that check's time), resolved
--- by the up checks that end it. The confirmation columns are added in "Alerts" below.
+-- by the up checks that end it; confirmation is counted on it (see "Alerts" below).
 CREATE TABLE incidents (
     id            INTEGER PRIMARY KEY,
     monitor_id    INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
@@ -109,7 +128,16 @@ CREATE TABLE incidents (
     resolved_at_ms INTEGER,
     -- why the first failed check failed, e.g. 'timeout', 'status 503' (credentials redacted)
     cause         TEXT    NOT NULL,
-    http_status   INTEGER
+    http_status   INTEGER,
+    -- 'suspected' until alert_after_checks consecutive down checks, then 'confirmed'
+    state          TEXT NOT NULL DEFAULT 'suspected' CHECK (state IN ('suspected', 'confirmed')),
+    -- consecutive down checks counted until confirmation (the opening check is the first)
+    down_checks    INTEGER NOT NULL DEFAULT 1,
+    -- consecutive up checks while confirmed; a down check sets it back to 0
+    up_checks      INTEGER NOT NULL DEFAULT 0,
+    confirmed_at_ms INTEGER,
+    -- the last reminder's time (NULL: none yet; the next is due a period after confirmed_at_ms)
+    reminded_at_ms INTEGER
 ) STRICT;
 -- At most one open incident per monitor.
 CREATE UNIQUE INDEX incidents_one_open ON incidents (monitor_id) WHERE resolved_at_ms IS NULL;
@@ -132,7 +160,10 @@ CREATE TABLE ticks (
     -- probes that could not decide (our own limits, not the site's): counted neither way
     unknown        INTEGER,
     opened         INTEGER,
-    resolved       INTEGER
+    resolved       INTEGER,
+    -- 1: nearly every probe failed with dns/connect errors (or the canary failed): the probe host
+    -- had lost its network. Those checks were counted as unknown; no incident changed, nobody was told.
+    network_lost   INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
 ) STRICT;
 
 -- ---------------------------------------------------------------------------------------------
@@ -142,32 +173,9 @@ CREATE TABLE ticks (
 -- monitor's first down check opens a *suspected* incident; after alert_after_checks consecutive
 -- down checks it is *confirmed* (and people are told); resolve_after_checks consecutive up checks
 -- resolve it. An up check while it is still suspected resolves it quietly (nobody was told).
--- Columns are added with ALTER TABLE so this section stays in one place.
-
--- consecutive down checks before an incident is confirmed and announced (1: at once)
-ALTER TABLE monitors ADD COLUMN alert_after_checks INTEGER NOT NULL DEFAULT 2
-    CHECK (alert_after_checks BETWEEN 1 AND 10);
--- consecutive up checks before a confirmed incident is resolved
-ALTER TABLE monitors ADD COLUMN resolve_after_checks INTEGER NOT NULL DEFAULT 1
-    CHECK (resolve_after_checks BETWEEN 1 AND 10);
--- NULL: no reminders; else remind every this many seconds while a confirmed incident stays open
-ALTER TABLE monitors ADD COLUMN remind_every_sec INTEGER
-    CHECK (remind_every_sec IS NULL OR remind_every_sec >= 60);
-
--- 'suspected' until alert_after_checks consecutive down checks, then 'confirmed'
-ALTER TABLE incidents ADD COLUMN state TEXT NOT NULL DEFAULT 'suspected'
-    CHECK (state IN ('suspected', 'confirmed'));
--- consecutive down checks counted until confirmation (the opening check is the first)
-ALTER TABLE incidents ADD COLUMN down_checks INTEGER NOT NULL DEFAULT 1;
--- consecutive up checks while confirmed; a down check sets it back to 0
-ALTER TABLE incidents ADD COLUMN up_checks INTEGER NOT NULL DEFAULT 0;
-ALTER TABLE incidents ADD COLUMN confirmed_at_ms INTEGER;
--- the last reminder's time (NULL: none yet; the next is due a period after confirmed_at_ms)
-ALTER TABLE incidents ADD COLUMN reminded_at_ms INTEGER;
-
--- 1: nearly every probe failed with dns/connect errors (or the canary failed): the probe host
--- had lost its network. Those checks were counted as unknown; no incident changed, nobody was told.
-ALTER TABLE ticks ADD COLUMN network_lost INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1));
+-- Their columns (alert_after_checks, resolve_after_checks, remind_every_sec on monitors; state,
+-- down_checks, up_checks, confirmed_at_ms, reminded_at_ms on incidents; network_lost on ticks)
+-- are in the tables above.
 
 -- Where notifications go: an Apprise URL (it holds secrets: show it only redacted) for one
 -- monitor, every monitor of one owner, or every monitor (both NULL).
@@ -221,23 +229,11 @@ CREATE TABLE settings (
 ) STRICT, WITHOUT ROWID;
 
 -- Probe kinds beyond HTTP: their options, certificate expiry, heartbeat tokens and pings.
--- (Columns are added here rather than above to keep each feature's DDL in one place.)
+-- Their columns (keyword_absent, expires_within_sec, grace_sec, token_sha256 on monitors;
+-- cert_expires_at_ms on rollups) are in the tables above.
 
--- http: the body (first 1 MiB) must NOT contain this text; NULL: no such check
-ALTER TABLE monitors ADD COLUMN keyword_absent TEXT;
--- tls:// and https://: down when the certificate expires within this many seconds; NULL: no check
-ALTER TABLE monitors ADD COLUMN expires_within_sec INTEGER CHECK (expires_within_sec > 0);
--- heartbeat: how long past its period (interval_sec) a ping may be late before it is down
-ALTER TABLE monitors ADD COLUMN grace_sec INTEGER CHECK (grace_sec >= 0);
--- heartbeat: SHA-256 of the token that identifies its pings over HTTP. The token itself is
--- printed once by `add` and never stored, so a copy of this file cannot be used to ping.
-ALTER TABLE monitors ADD COLUMN token_sha256 BLOB CHECK (length(token_sha256) = 32);
+-- A heartbeat's pings name it by its token's digest.
 CREATE UNIQUE INDEX monitors_token ON monitors (token_sha256) WHERE token_sha256 IS NOT NULL;
-
--- The certificate expiry seen by the hour's newest check (tls://, https:// with an expiry
--- check); NULL when that check saw none. Days left are derived from it and the reader's clock,
--- never stored. Written by the same upsert that counts the check: no extra write per check.
-ALTER TABLE rollups ADD COLUMN cert_expires_at_ms INTEGER;
 
 -- A heartbeat's last signals: one row per heartbeat monitor, written by `ping` and `serve`
 -- (a ping is a result, not schedule state) and never by the tick, which only reads the rows of
