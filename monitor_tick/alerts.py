@@ -147,10 +147,16 @@ def gives_up(event_created_at_ms: int, now_ms: int) -> bool:
 # Our own outage
 
 
+# Causes of a check that never reached the site's host: the name did not resolve, or the
+# connection failed without an answer (network unreachable and the like). A refused or reset
+# connection is an answer from the remote host, so our network works: those never count.
+NETWORK_CAUSES = frozenset({"dns", "connect error"})
+
+
 def is_network_failure(result: CheckResult) -> bool:
-    """A down check that never reached the site: name resolution or connecting failed."""
-    cause = result.cause or ""
-    return result.status == "down" and (cause == "dns" or cause.startswith("connect"))
+    """A down check that never reached the site (http, or tcp:/tls: prefixed causes alike)."""
+    cause = (result.cause or "").removeprefix("tcp: ").removeprefix("tls: ")
+    return result.status == "down" and cause in NETWORK_CAUSES
 
 
 def network_lost(results: Sequence[CheckResult], canary: CheckResult | None = None) -> bool:

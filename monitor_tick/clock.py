@@ -147,4 +147,3 @@ def format_duration_ms(ms: int) -> str:
 def days_left(until_ms: int, now_ms: int) -> int:
     """Whole days from `now_ms` until `until_ms`, rounded down (negative once it has passed)."""
     return (until_ms - now_ms) // MS_PER_DAY
-

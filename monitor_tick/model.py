@@ -88,9 +88,7 @@ class CheckResult:
 
     @classmethod
     def of(cls, monitor_id: int, probe: ProbeResult) -> CheckResult:
-        return cls(
-            monitor_id, probe.status, probe.latency_ms, probe.http_status, probe.cause, probe.cert_expires_at_ms
-        )
+        return cls(monitor_id, probe.status, probe.latency_ms, probe.http_status, probe.cause, probe.cert_expires_at_ms)
 
 
 def expiry_text(expires_at_ms: int, now_ms: int) -> str:

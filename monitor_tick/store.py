@@ -428,7 +428,8 @@ def write_results(
                     "cert_expires_at_ms": result.cert_expires_at_ms,
                 },
             ).fetchone()
-            if last_check_ms > at_ms:
+            could_change = not is_up or result.monitor_id in open_by_monitor
+            if last_check_ms > at_ms or (could_change and _newer_check_exists(conn, result.monitor_id, at_ms)):
                 stale += 1
                 continue
             change = _apply_incident_step(
@@ -463,6 +464,18 @@ def write_results(
         if network_lost:
             _mark_network_lost(conn, minutes)
     return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
+
+
+def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int) -> bool:
+    """Whether a check newer than `at_ms` is counted in a later hour than at_ms's (a tick that
+    overlapped this one across an hour boundary, or a replay of an older minute). Read only for
+    results that could change an incident, so a healthy monitor still costs one upsert."""
+    newest = _one(
+        conn,
+        "SELECT max(last_check_ms) FROM rollups WHERE monitor_id = ? AND hour_start_ms > ?",
+        (monitor, hour_start_ms(at_ms)),
+    )
+    return newest is not None and newest > at_ms
 
 
 def housekeep(conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int) -> tuple[int, int]:
@@ -573,6 +586,7 @@ def add_monitor(
             ).lastrowid
             or 0
         )
+
 
 def set_paused(conn: sqlite3.Connection, ref: str, paused: bool) -> int:
     """Pause (enabled = 0) or resume (enabled = 1, auto-pause cleared) a monitor."""

@@ -8,6 +8,7 @@ what was due in any of them once.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -130,12 +131,12 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
 
 
 def select_due_rows(conn: store.sqlite3.Connection, minutes: list[int], now_ms: int) -> list[dict[str, Any]]:
-    """The monitors due in any of `minutes`, each once. The tick's own minute (first) is judged
-    at `now_ms`; caught-up minutes at their own start."""
+    """The monitors due in any of `minutes`, each once. Maintenance windows and plan floors
+    are judged at `now_ms`, for caught-up minutes too: the probe happens now, so a monitor in
+    maintenance now is not probed for a minute it missed before the window began."""
     rows: dict[int, dict[str, Any]] = {}
-    for index, minute in enumerate(minutes):
-        at_ms = now_ms if index == 0 else clock.minute_start_ms(minute)
-        for row in store.select_due(conn, minute, at_ms):
+    for minute in minutes:
+        for row in store.select_due(conn, minute, now_ms):
             rows.setdefault(row["id"], row)
     return [rows[key] for key in sorted(rows)]
 
@@ -257,4 +258,5 @@ def _probe_canary(
         timeout_s=5,
         retries=0,
     )
-    return CheckResult.of(0, _probe([canary], options, now_ms, {})[0])
+    # the admin chose the canary: --block-private guards monitors, not it (a router is private)
+    return CheckResult.of(0, _probe([canary], dataclasses.replace(options, guard=None), now_ms, {})[0])

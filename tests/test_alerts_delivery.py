@@ -4,6 +4,7 @@ target), a real SQLite file, the tick as cron runs it. Time moves with freezegun
 from __future__ import annotations
 
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -342,11 +343,27 @@ def test_a_storm_gives_each_channel_one_summary(site: Site, conn: sqlite3.Connec
 # --- our own outage is not theirs ---------------------------------------------------------------
 
 
+@pytest.fixture
+def offline_dns(monkeypatch: pytest.MonkeyPatch) -> str:
+    """Names under .offline.test fail to resolve, as every name does from a host whose network is
+    gone (no real resolver is asked). Returns the suffix."""
+    real = socket.getaddrinfo
+
+    def lookup(host: object, *args: object, **kwargs: object) -> object:
+        name = host.decode("ascii") if isinstance(host, bytes) else host  # anyio passes IDNA bytes
+        if isinstance(name, str) and name.endswith(".offline.test"):
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    return ".offline.test"
+
+
 def test_a_lost_network_opens_no_incident_and_tells_no_one(
-    rx: JsonReceiver, conn: sqlite3.Connection, db_path: str
+    rx: JsonReceiver, conn: sqlite3.Connection, db_path: str, offline_dns: str
 ) -> None:
-    # Every site refuses: as seen from a host whose network is gone.
-    monitors = [add(conn, f"http://127.0.0.1:{refused_port()}/", name=f"m{i}", retries=0) for i in range(6)]
+    # No name resolves: as seen from a host whose network is gone.
+    monitors = [add(conn, f"http://site{i}{offline_dns}/", name=f"m{i}", retries=0) for i in range(6)]
     channel(conn, rx.apprise_url())
     for when in minutes(0, 3):
         report = tick(db_path, when)
@@ -358,11 +375,21 @@ def test_a_lost_network_opens_no_incident_and_tells_no_one(
     assert rx.posts == 0
 
 
-def test_a_canary_that_answers_says_the_sites_really_are_down(
-    site: Site, rx: JsonReceiver, conn: sqlite3.Connection, db_path: str
-) -> None:
+def test_a_refusing_site_is_the_sites_outage_not_ours(rx: JsonReceiver, conn: sqlite3.Connection, db_path: str) -> None:
+    # A refused connection is an answer from the remote host: our network works.
     for i in range(6):
         add(conn, f"http://127.0.0.1:{refused_port()}/", name=f"m{i}", retries=0)
+    channel(conn, rx.apprise_url())
+    for when in minutes(0, 2):
+        assert not tick(db_path, when).network_lost
+    assert rx.titles() == ["DOWN: 6 monitors"]
+
+
+def test_a_canary_that_answers_says_the_sites_really_are_down(
+    site: Site, rx: JsonReceiver, conn: sqlite3.Connection, db_path: str, offline_dns: str
+) -> None:
+    for i in range(6):
+        add(conn, f"http://site{i}{offline_dns}/", name=f"m{i}", retries=0)
     channel(conn, rx.apprise_url())
     store.set_setting(conn, store.CANARY_SETTING, site.url("canary"))
     for when in minutes(0, 2):
@@ -370,8 +397,10 @@ def test_a_canary_that_answers_says_the_sites_really_are_down(
     assert rx.titles() == ["DOWN: 6 monitors"]
 
 
-def test_a_failing_canary_marks_even_one_failed_check_as_our_own_outage(conn: sqlite3.Connection, db_path: str) -> None:
-    add(conn, f"http://127.0.0.1:{refused_port()}/", name="only", retries=0)
+def test_a_failing_canary_marks_even_one_failed_check_as_our_own_outage(
+    conn: sqlite3.Connection, db_path: str, offline_dns: str
+) -> None:
+    add(conn, f"http://only{offline_dns}/", name="only", retries=0)
     store.set_setting(conn, store.CANARY_SETTING, f"http://127.0.0.1:{refused_port()}/")
     assert tick(db_path, "2026-12-01T00:00:05Z").network_lost
     assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)

@@ -173,7 +173,9 @@ def results(*causes: str | None) -> list[CheckResult]:
 @pytest.mark.parametrize(
     ("checks", "lost"),
     [
-        (results("dns", "dns", "connect refused", "connect error", "dns"), True),
+        (results("dns", "dns", "tcp: dns", "connect error", "tls: connect error"), True),
+        # refused or reset: the remote host answered, so our network works
+        (results(*["connect refused"] * 5, "connection reset", "tcp: connect refused"), False),
         (results(*["dns"] * 9, None), True),  # 90%: nearly every probe
         (results(*["dns"] * 8, None, None), False),  # 80%: some sites really are down
         (results("dns", "dns", "dns", "dns"), False),  # fewer than 5: too few to tell

@@ -24,9 +24,7 @@ def test_a_page_that_contains_the_unwanted_text_is_down_and_one_without_it_is_up
     with LocalServer() as server:
         maintenance = add(conn, server.url("/keyword/Down%20for%20maintenance"), name="m", keyword_absent="maintenance")
         fine = add(conn, server.url("/keyword/All%20good"), name="fine", keyword_absent="maintenance")
-        both = add(
-            conn, server.url("/keyword/All%20good"), name="both", keyword="good", keyword_absent="maintenance"
-        )
+        both = add(conn, server.url("/keyword/All%20good"), name="both", keyword="good", keyword_absent="maintenance")
         report = run_tick(TickOptions(db_path=db_path, retry_delay_s=0))
     results = {r["id"]: (r["status"], r["cause"]) for r in report.results_json()}
     assert results == {maintenance: ("down", "keyword present"), fine: ("up", None), both: ("up", None)}

@@ -135,6 +135,16 @@ def test_an_older_tick_committing_late_counts_its_check_but_never_flips_state_ba
     assert rollup(conn, monitor) == (2, 1)
 
 
+def test_an_older_tick_committing_late_across_an_hour_boundary_never_flips_state_back(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    last_of_hour = MINUTE + 59
+    _write(conn, last_of_hour + 1, [CheckResult(monitor, "down", None, None, "timeout")])  # 01:00, first
+    late = _write(conn, last_of_hour, [CheckResult(monitor, "up", 5, 200)])  # 00:59, commits last
+    assert late.stale == 1 and late.resolved == []
+    assert [(s, r) for s, r, _ in store.incidents_for(conn, monitor)] == [(T0_MS + 60 * 60_000, None)]
+    assert rollup(conn, monitor) == (2, 1)
+
+
 def test_an_older_down_tick_committing_late_does_not_reopen_a_resolved_outage(conn: sqlite3.Connection) -> None:
     monitor = add(conn, "http://127.0.0.1/x")
     _write(conn, MINUTE, [CheckResult(monitor, "down", None, None, "timeout")])

@@ -56,7 +56,9 @@ def kind_of_url(url: str) -> str:
         raise InvalidMonitor(f"url is not valid: {exc}") from None
     kind = KIND_OF_SCHEME.get((parts.scheme or url).lower())  # a bare word: a kind with no address
     if kind is None:
-        raise InvalidMonitor(f"unsupported scheme {parts.scheme!r}" if parts.scheme else "url has no scheme (e.g. https://)")
+        raise InvalidMonitor(
+            f"unsupported scheme {parts.scheme!r}" if parts.scheme else "url has no scheme (e.g. https://)"
+        )
     return kind
 
 

@@ -97,7 +97,10 @@ async def connect(
     async with asyncio.timeout(timeout_s):
         target = host if guard is None else await guard.resolve(host, port)
         _, writer = await asyncio.open_connection(
-            target, port, ssl=tls, server_hostname=host if tls else None,
+            target,
+            port,
+            ssl=tls,
+            server_hostname=host if tls else None,
             ssl_handshake_timeout=timeout_s if tls else None,
         )
     latency_ms = elapsed_ms(start, time.perf_counter())

@@ -202,8 +202,8 @@ def _run_catching(options: TickOptions) -> TickReport | BaseException:
 
 
 def _expected_probes(conn: sqlite3.Connection, groups: list[list[int]]) -> dict[int, int]:
-    """Per monitor: the runs (each a group of minutes it covered) in which it was due, by the
-    pure schedule, with plans and maintenance judged at each minute's time."""
+    """Per monitor: the runs (each a group of minutes it covered, its own minute first) in which
+    it was due, by the pure schedule, with plans and maintenance judged at the run's time."""
     default_floor = conn.execute("SELECT min_interval_sec FROM plans WHERE id = 1").fetchone()[0]
     rows = conn.execute(
         "SELECT m.id, m.interval_sec, m.aligned, m.owner_id, p.min_interval_sec, o.plan_expires_at_ms "
@@ -215,18 +215,20 @@ def _expected_probes(conn: sqlite3.Connection, groups: list[list[int]]) -> dict[
 
         def due(
             minute: int,
+            at_ms: int,
             monitor_id: int = monitor_id,
             row: tuple[int, int, int | None, int | None] = (interval_sec, aligned, plan_floor, expires),
         ) -> bool:
             interval, is_aligned, floor_sec, expires_ms = row
-            at_ms = clock.minute_start_ms(minute)
             if any(w == monitor_id and schedule.in_window(at_ms, s, e) for w, s, e in windows):
                 return False
             floor = schedule.plan_floor_sec(floor_sec, expires_ms, default_floor, at_ms)
             period = schedule.effective_interval_min(interval, floor)
             return schedule.is_due(minute, monitor_id, period, bool(is_aligned))
 
-        expected[monitor_id] = sum(1 for group in groups if any(due(m) for m in group))
+        expected[monitor_id] = sum(
+            1 for group in groups if any(due(m, clock.minute_start_ms(group[0]) + 7_000) for m in group)
+        )
     return expected
 
 
@@ -300,3 +302,22 @@ def test_a_day_of_doubled_skipped_and_overlapping_minutes_probes_exactly_per_sch
     assert sum(expected.values()) > 3_000  # a real day's work, not a trivial one
     ledger = conn.execute("SELECT count(*), count(finished_at_ms), sum(missed) FROM ticks").fetchone()
     assert ledger == (1440, 1440, 0)
+
+
+def test_catching_up_skips_a_monitor_that_is_in_maintenance_now(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer
+) -> None:
+    monitor = add(conn, local_server.url("/ok"))
+    store.add_maintenance(
+        conn,
+        monitor_ref=str(monitor),
+        owner_name=None,
+        starts_at_ms=clock.minute_start_ms(DAY_START + 10),
+        ends_at_ms=clock.minute_start_ms(DAY_START + 70),
+    )
+    with freeze_time(at(DAY_START), real_asyncio=True) as frozen:
+        run_tick(TickOptions(db_path=db_path))
+        frozen.move_to(at(DAY_START + 10))  # cron missed 1..9, before the window; it is in force now
+        report = run_tick(TickOptions(db_path=db_path))
+    assert len(report.covered) == 9 and report.due == []
+    assert local_server.hits["/ok"] == 1 and rollup(conn, monitor) == (1, 0)

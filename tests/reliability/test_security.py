@@ -151,7 +151,10 @@ def test_with_the_guard_a_redirect_to_a_blocked_address_is_refused(
 def test_the_guard_is_opt_in_from_the_command_line(tmp_path: Path, local_server: LocalServer) -> None:
     db = str(tmp_path / "m.db")
     subprocess.run(
-        [MONITOR_TICK, "add", local_server.url("/ok"), "--every", "1m", "--db", db], check=True, capture_output=True, timeout=60
+        [MONITOR_TICK, "add", local_server.url("/ok"), "--every", "1m", "--db", db],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     plain = subprocess.run(
         [MONITOR_TICK, "--db", db, "--minute", str(MINUTE), "--json"], capture_output=True, text=True, timeout=60
