@@ -48,8 +48,8 @@ CREATE TABLE monitors (
     expect_status TEXT    NOT NULL DEFAULT '200-399',
     -- the body (first 1 MiB) must contain this text; NULL: no keyword check
     keyword       TEXT,
-    -- one hard deadline per attempt covering connect, headers and body
-    timeout_s     REAL    NOT NULL DEFAULT 10 CHECK (timeout_s > 0 AND timeout_s <= 60),
+    -- one hard deadline covering connect, headers and body, retries included
+    timeout_s     REAL    NOT NULL DEFAULT 10 CHECK (timeout_s > 0 AND timeout_s <= 30),
     -- extra attempts within the same tick before a failure counts as down (0 disables)
     retries       INTEGER NOT NULL DEFAULT 1 CHECK (retries BETWEEN 0 AND 3),
     enabled       INTEGER NOT NULL DEFAULT 1 CHECK (enabled IN (0, 1)),

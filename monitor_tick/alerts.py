@@ -23,7 +23,7 @@ RETRY_MAX_MS = 30 * clock.MS_PER_MINUTE
 GIVE_UP_AFTER_MS = 6 * clock.MS_PER_HOUR
 
 # Our own outage: at least this many decided checks, and at least this share of them failed
-# with a network-level cause (the host could not resolve or connect to anything).
+# with a network-level cause (the name did not resolve, or no answer came to the connect).
 OFFLINE_MIN_CHECKS = 5
 OFFLINE_SHARE = 0.9
 

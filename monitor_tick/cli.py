@@ -119,8 +119,11 @@ def tick(
     minute: Annotated[
         int | None,
         typer.Option(
+            min=0,
+            max=clock.LAST_MINUTE,
             help="Run as if the clock read this minute of the epoch (epoch seconds // 60), "
-            "to replay or debug it. Never catches up."
+            "to replay or debug it. Never catches up. A minute is claimed like any other: "
+            "replaying one that has not come yet leaves the live tick for it nothing to do.",
         ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what is due; probe and write nothing.")] = False,
@@ -266,7 +269,9 @@ def add(
             "(a cron job pings it: prints the token instead of the id)."
         ),
     ],
-    name: Annotated[str | None, typer.Option(help="A unique name. Default: the URL.")] = None,
+    name: Annotated[
+        str | None, typer.Option(help="A unique name. Default: the URL, its credentials and query values hidden.")
+    ] = None,
     every: Annotated[
         str, typer.Option(help="Interval, whole minutes: 1m, 5m, 1h, 1d or seconds (300). A heartbeat's period.")
     ] = "5m",
@@ -289,7 +294,10 @@ def add(
     ] = None,
     timeout: Annotated[
         str | None,
-        typer.Option(help="Hard deadline per attempt (connect, TLS, headers and body), e.g. 5s. [default: 10s]"),
+        typer.Option(
+            help="One hard deadline for the check, retries included (connect, TLS, headers and body), "
+            "at most 30s, e.g. 5s. [default: 10s]"
+        ),
     ] = None,
     method: Annotated[str | None, typer.Option(help="http: GET or HEAD. [default: GET]")] = None,
     retries: Annotated[
@@ -348,7 +356,9 @@ def add(
     token, token_sha256 = new_token() if PROBES[monitor.kind].pinged else (None, None)
     conn = connect(db_path(ctx, db))
     try:
-        new_id = store.add_monitor(conn, monitor, owner, clock.now_ms(), alert_settings, token_sha256=token_sha256)
+        new_id = store.add_monitor(
+            conn, monitor, owner, clock.now_ms(), alert_settings, token_sha256=token_sha256, name_given=name is not None
+        )
     except store.StoreError as exc:
         fail(str(exc))
     finally:

@@ -17,7 +17,7 @@ from monitor_tick.tick import TickReport
 
 OFFLINE_RULE = (
     f"a tick counts as offline when at least {alerts.OFFLINE_MIN_CHECKS} checks ran and "
-    f"{alerts.OFFLINE_SHARE:.0%} of them failed with dns/connect errors"
+    f"{alerts.OFFLINE_SHARE:.0%} of them never reached their host (dns, connect error; refused does not count)"
 )
 
 notify_app = typer.Typer(
@@ -37,7 +37,7 @@ def alert_warnings(report: TickReport) -> list[str]:
         lines.append(
             f"network looks down from here: {sum(alerts.is_offline(r) for r in report.results)} of "
             f"{len(report.results)} checks failed "
-            "to resolve or connect; counted as unknown, no incidents opened, nobody notified"
+            "to reach their host (dns, connect error); counted as unknown, no incidents opened, nobody notified"
         )
     if report.delivery is not None:
         lines += report.delivery.warnings

@@ -20,6 +20,7 @@ MS_PER_MINUTE = 60_000
 MS_PER_HOUR = 3_600_000
 MS_PER_DAY = 86_400_000
 MINUTES_PER_DAY = 1_440
+LAST_MINUTE = 4_223_371_679  # 9999-12-31T23:59Z: the last minute a datetime can show
 
 
 def now_ms() -> int:

@@ -6,9 +6,11 @@ one probe is that monitor's failed check and never sinks the tick.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import dataclasses
 import ssl
 import sys
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,32 @@ def ssl_context(verify: object = True) -> ssl.SSLContext:
     if isinstance(verify, ssl.SSLContext):
         return verify
     return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
+
+
+class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
+    """The loop's default executor, which runs DNS lookups: one daemon thread per call (the
+    fan-out already bounds how many run at once, so a slow resolver delays each probe by its own
+    lookup only). A lookup stuck in the resolver must not hold the tick after its probe gave up:
+    asyncio.run waits for the default executor, and Python joins a ThreadPoolExecutor's threads
+    at exit. Here shutdown returns at once and a stuck thread dies with the process. (It is a
+    ThreadPoolExecutor only because asyncio accepts nothing else; no pool thread is started.)"""
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args, **kwargs))
+            except BaseException as exc:  # noqa: BLE001 -- handed to the awaiting probe
+                future.set_exception(exc)
+
+        threading.Thread(target=run, name="monitor-tick-lookup", daemon=True).start()
+        return future
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        return None
 
 
 def make_client(

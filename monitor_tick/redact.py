@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "***"
 
@@ -21,8 +21,10 @@ def redact_url(url: str) -> str:
         if "@" in netloc:
             netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
         query = parts.query
-        if query:
-            query = urlencode([(k, REDACTED) for k, _ in parse_qsl(query, keep_blank_values=True)], safe="*")
+        if query:  # 'key=value' keeps its key; a bare '?token' may be the secret itself
+            query = "&".join(
+                f"{part.split('=', 1)[0]}={REDACTED}" if "=" in part else REDACTED for part in query.split("&")
+            )
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except (ValueError, AttributeError, TypeError):
         return f"{str(url)[:8]}{REDACTED}"

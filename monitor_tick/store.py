@@ -18,9 +18,10 @@ import os
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from monitor_tick.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.incidents import Open, Step, Transition, step
@@ -88,7 +89,7 @@ def open_db(path: str, *, create: bool = True, busy_timeout_s: float = DEFAULT_B
 
 
 def _uri_path(path: str) -> str:
-    return os.path.abspath(path).replace("?", "%3f").replace("#", "%23")
+    return quote(os.path.abspath(path))  # '%', '?' and '#' are URI syntax, not file name
 
 
 def _create_private_file(path: str) -> None:
@@ -563,11 +564,19 @@ def add_monitor(
     alerts: AlertSettings = AlertSettings(),  # noqa: B008 -- frozen, so one shared default is safe
     *,
     token_sha256: bytes | None = None,
+    name_given: bool = True,
 ) -> int:
-    """Insert a checked monitor; `token_sha256` identifies a heartbeat's pings."""
+    """Insert a checked monitor; `token_sha256` identifies a heartbeat's pings. A name that was
+    not given (the redacted URL) is made unique with ' (2)', ' (3)', ...; a given one must be."""
     with write_tx(conn):
-        if _one(conn, "SELECT id FROM monitors WHERE name = ?", (monitor.name,)) is not None:
-            raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
+        name = monitor.name
+        for n in range(2, 1000):
+            if _one(conn, "SELECT id FROM monitors WHERE name = ?", (name,)) is None:
+                break
+            if name_given:
+                raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
+            name = f"{monitor.name} ({n})"
+        monitor = replace(monitor, name=name)
         owner = owner_id(conn, owner_name) if owner_name else None
         values = {column: getattr(monitor, column) for column in _MONITOR_COLUMNS}
         values["aligned"] = int(monitor.aligned)

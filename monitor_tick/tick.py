@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 DEFAULT_CONCURRENCY = 50
 DEFAULT_RETRY_DELAY_S = 2.0
 DEFAULT_CATCH_UP_MINUTES = 15
-DEFAULT_BUDGET_S = 50.0  # probing stops here, so a tick ends inside its minute
+# Probing stops here. With the network canary (5 s at most) and sending notifications (20 s at
+# most) a tick ends inside its minute.
+DEFAULT_BUDGET_S = 30.0
 
 
 @dataclass
@@ -216,17 +218,16 @@ def _load(conn: store.sqlite3.Connection, monitors: list[Monitor]) -> dict[str, 
 def _probe(monitors: list[Monitor], options: TickOptions, now_ms: int, loaded: dict[str, Any]) -> list[ProbeResult]:
     """Probe on an event loop; imported only when something is due (an idle tick stays light)."""
     import asyncio
-    from concurrent.futures import ThreadPoolExecutor
 
-    from monitor_tick.fanout import make_client, probe_all, ssl_context
+    from monitor_tick.fanout import DaemonThreads, make_client, probe_all, ssl_context
     from monitor_tick.probes import ProbeContext
 
     tls = ssl_context(options.verify)
 
     async def main() -> list[ProbeResult]:
-        # DNS lookups run in the default executor: size it to the fan-out, so a slow resolver
-        # makes each probe wait for its own lookup only, never for a thread behind others'.
-        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(max_workers=options.concurrency))
+        # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
+        # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
+        asyncio.get_running_loop().set_default_executor(DaemonThreads())
         async with make_client(options.concurrency, options.transport, tls, options.guard) as client:
             return await probe_all(
                 monitors,

@@ -39,7 +39,8 @@ def add(
 ) -> int:
     """Add a monitor through the same store code the CLI uses, with its kind's defaults and then
     `options`, unchecked (so that tests can reach the schema's own checks)."""
-    monitor = draft_monitor(name=name, url=url, interval_sec=every_s, aligned=aligned, given=options)
+    # tests name monitors after their whole URL (the CLI's default name hides query values)
+    monitor = draft_monitor(name=name or url, url=url, interval_sec=every_s, aligned=aligned, given=options)
     return store.add_monitor(conn, monitor, owner, created_at_ms, token_sha256=token_sha256)
 
 

@@ -4,8 +4,10 @@ real receivers on 127.0.0.1 and a real SQLite file."""
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
 
+import pytest
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
@@ -114,10 +116,19 @@ def test_a_canary_is_set_shown_and_removed(db_path: str) -> None:
 
 
 def test_a_tick_that_lost_its_network_warns_once_on_stderr_and_still_exits_0(
-    conn: sqlite3.Connection, db_path: str
+    conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    real = socket.getaddrinfo
+
+    def offline(host: object, *args: object, **kwargs: object) -> object:  # no name resolves
+        name = host.decode("ascii") if isinstance(host, bytes) else host
+        if isinstance(name, str) and name.endswith(".offline.test"):
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", offline)
     for i in range(5):
-        add(conn, f"http://127.0.0.1:{refused_port()}/", name=f"m{i}", retries=0)
+        add(conn, f"http://site{i}.offline.test/", name=f"m{i}", retries=0)
     with JsonReceiver() as rx:
         store.add_channel(conn, rx.apprise_url(), monitor_ref=None, owner_name=None, created_at_ms=0)
         with freeze_time("2026-12-01T00:00:05Z", real_asyncio=True):
@@ -125,8 +136,8 @@ def test_a_tick_that_lost_its_network_warns_once_on_stderr_and_still_exits_0(
         assert rx.posts == 0
     assert (code, out) == (0, "")
     assert err == (
-        "monitor-tick: network looks down from here: 5 of 5 checks failed to resolve or connect; "
-        "counted as unknown, no incidents opened, nobody notified\n"
+        "monitor-tick: network looks down from here: 5 of 5 checks failed to reach their host "
+        "(dns, connect error); counted as unknown, no incidents opened, nobody notified\n"
     )
 
 

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 from monitor_tick.model import COMMON_SETTINGS, OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, check_common
 from monitor_tick.probes import heartbeat, http, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
+from monitor_tick.redact import redact_url
 
 __all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
 
@@ -96,7 +97,7 @@ def draft_monitor(*, name: str | None, url: str, interval_sec: int, aligned: boo
     kind = PROBES[kind_of_url(url)]
     return Monitor(
         id=0,
-        name=name or url,
+        name=name or redact_url(url),  # a default name is shown everywhere: no secrets in it
         kind=kind.name,
         url=url,
         interval_sec=interval_sec,

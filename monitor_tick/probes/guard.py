@@ -48,8 +48,8 @@ class AddressGuard:
         return str(addresses[0])
 
     def is_blocked(self, address: IPAddress) -> bool:
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
+        if isinstance(address, ipaddress.IPv6Address):  # IPv4 carried inside IPv6 is judged as IPv4
+            address = address.ipv4_mapped or address.sixtofour or address
         if self._blocked is not None:
             return any(address in net for net in self._blocked)
         return (
@@ -59,6 +59,7 @@ class AddressGuard:
             or address.is_multicast
             or address.is_reserved
             or address.is_unspecified
+            or (isinstance(address, ipaddress.IPv6Address) and address.is_site_local)
             or address in _SHARED
         )
 

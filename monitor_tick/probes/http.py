@@ -152,6 +152,10 @@ def _check(monitor: Monitor) -> None:
     parts = urlsplit(monitor.url)
     if not parts.hostname:
         raise InvalidMonitor("url has no host")
+    try:
+        httpx.URL(monitor.url)  # what the probe will send: refuse here what httpx would refuse
+    except httpx.InvalidURL as exc:
+        raise InvalidMonitor(f"url is not valid: {exc}") from None
     if monitor.method not in METHODS:
         raise InvalidMonitor(f"method must be GET or HEAD (got {monitor.method!r})")
     parse_expect(monitor.expect_status)

@@ -78,3 +78,40 @@ def test_the_connection_pool_never_makes_a_probe_wait(
     conn.execute("COMMIT")
     report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, retry_delay_s=0, concurrency=150))
     assert report.summary is not None and report.summary.up == 150
+
+
+def test_a_resolver_that_never_answers_does_not_hold_the_tick(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+    real = socket.getaddrinfo
+
+    def stuck(host: object, port: object, *args: object, **kwargs: object) -> object:
+        name = host.decode("ascii") if isinstance(host, bytes) else host
+        if name == "stuck.test":
+            release.wait(60)  # a resolver that does not answer until the test ends
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return real(host, port, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", stuck)
+    conn.execute(
+        "INSERT INTO monitors (name, url, interval_sec, timeout_s, retries, created_at_ms) VALUES (?, ?, 60, 1, 0, 0)",
+        ("stuck", "http://stuck.test/"),
+    )
+    ok = conn.execute(
+        "INSERT INTO monitors (name, url, interval_sec, timeout_s, retries, created_at_ms) VALUES (?, ?, 60, 5, 0, 0)",
+        ("ok", local_server.url("/ok")),
+    ).lastrowid
+    reports: list[object] = []
+    tick = threading.Thread(target=lambda: reports.append(run_tick(TickOptions(db_path=db_path, minute=MINUTE))))
+    try:
+        tick.start()
+        tick.join(30)  # bounded: without the fix the tick waits for the stuck lookup (60 s here)
+        assert not tick.is_alive(), "the tick waited for a lookup its probe had given up on"
+    finally:
+        release.set()
+        tick.join(60)
+    (report,) = reports
+    causes = {r.monitor_id: (r.status, r.cause) for r in report.results}  # type: ignore[attr-defined]
+    assert causes[ok] == ("up", None)
+    assert [c for m, c in causes.items() if m != ok] == [("down", "timeout")]

@@ -32,6 +32,8 @@ MINUTE = 29_934_720
         ("https://example.org/health", "https://example.org/health"),
         ("http://:pw@example.org:8080/?key=", "http://***@example.org:8080/?key=***"),
         ("https://example.org/#frag-secret", "https://example.org/"),
+        ("https://example.org/p?s3cr3ttoken", "https://example.org/p?***"),
+        ("https://example.org/p?a=1&bare", "https://example.org/p?a=***&***"),
     ],
 )
 def test_urls_are_redacted_for_display(url: str, shown: str) -> None:
@@ -105,6 +107,9 @@ def test_hostile_names_and_urls_are_data_not_sql(
         ("fe80::1", True),
         ("fd00:ec2::254", True),  # AWS metadata over IPv6
         ("::ffff:127.0.0.1", True),
+        ("2002:7f00:1::1", True),  # 6to4 wrapping 127.0.0.1
+        ("2002:a9fe:a9fe::1", True),  # 6to4 wrapping 169.254.169.254
+        ("fec0::1", True),  # IPv6 site-local
         ("::ffff:10.0.0.1", True),
         ("93.184.215.14", False),
         ("2606:2800:21f:cb07:6820:80da:af6b:8b2c", False),
