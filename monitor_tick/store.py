@@ -596,3 +596,57 @@ def incidents_for(conn: sqlite3.Connection, monitor: int) -> list[tuple[int, int
 
 RETENTION_DEFAULT_MS = 400 * MS_PER_DAY
 AUTO_PAUSE_DEFAULT_MS = 7 * MS_PER_DAY
+
+
+# ---------------------------------------------------------------------------------------------
+# Performance: probe order from history; bulk loading (bench/)
+
+
+def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
+    """monitor id -> (failures, latency_ms_max) of its newest rollup hour, for the monitors
+    that have one. One primary-key seek per monitor (the tick orders its probes by this)."""
+    if not monitor_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT r.monitor_id, r.failures, r.latency_ms_max FROM json_each(?) j "
+        "JOIN rollups r ON r.monitor_id = j.value "
+        "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)",
+        (json.dumps(list(monitor_ids)),),
+    )
+    return {int(monitor): (int(failures), latency) for monitor, failures, latency in rows}
+
+
+_MONITOR_COLUMNS = (
+    "id",
+    "owner_id",
+    "name",
+    "kind",
+    "url",
+    "interval_sec",
+    "aligned",
+    "method",
+    "expect_status",
+    "keyword",
+    "timeout_s",
+    "retries",
+    "enabled",
+    "auto_paused",
+    "created_at_ms",
+)
+
+
+def insert_monitors(conn: sqlite3.Connection, rows: Iterable[Sequence[Any]]) -> None:
+    """Insert many monitors in one transaction; each row holds the values of _MONITOR_COLUMNS
+    in that order. For loading large databases (bench/): no per-row checks beyond the schema's."""
+    placeholders = ", ".join("?" for _ in _MONITOR_COLUMNS)
+    with write_tx(conn):
+        conn.executemany(
+            f"INSERT INTO monitors ({', '.join(_MONITOR_COLUMNS)}) VALUES ({placeholders})",  # noqa: S608
+            rows,
+        )
+
+
+def insert_owners(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, int, int | None]]) -> None:
+    """Insert many (id, name, plan_id, plan_expires_at_ms) owners in one transaction (bench/)."""
+    with write_tx(conn):
+        conn.executemany("INSERT INTO owners (id, name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?, ?)", rows)

@@ -103,7 +103,7 @@ def run_tick(options: TickOptions) -> TickReport:
         if not store.claim_minute(conn, minute, now_ms, force=options.force):
             return TickReport(minute, now_ms, claimed=False)
         good, bad = split_rows(store.select_due(conn, minute, now_ms))
-        probes = _probe(good, options) if good else []
+        probes = _probe(good, store.recent_rollups(conn, [m.id for m in good]), options) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
         results += [CheckResult(monitor_id, "down", None, None, cause) for monitor_id, cause in bad]
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
@@ -130,11 +130,14 @@ def run_tick(options: TickOptions) -> TickReport:
     )
 
 
-def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
-    """Probe on an event loop; imported only when something is due (an idle tick stays light)."""
+def _probe(
+    monitors: list[Monitor], recent: dict[int, tuple[int, int | None]], options: TickOptions
+) -> list[ProbeResult]:
+    """Probe on an event loop, slowest expected first; imported only when something is due
+    (an idle tick stays light)."""
     import asyncio
 
-    from monitor_tick.fanout import make_client, probe_all
+    from monitor_tick.fanout import make_client, probe_all, slowest_first
     from monitor_tick.probes import ProbeContext
 
     async def main() -> list[ProbeResult]:
@@ -144,6 +147,18 @@ def _probe(monitors: list[Monitor], options: TickOptions) -> list[ProbeResult]:
                 ProbeContext(client),
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
+                order=slowest_first(monitors, recent),
             )
 
-    return asyncio.run(main())
+    with asyncio.Runner(loop_factory=_fast_loop_factory()) as runner:
+        return runner.run(main())
+
+
+def _fast_loop_factory() -> Any:
+    """uvloop's event loop where it is installed (about a fifth more checks per second than
+    asyncio's own), else None: asyncio's default."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop

@@ -89,9 +89,13 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
     visited: set[int] = set()
     while seen is not None and id(seen) not in visited:  # chains can loop
         visited.add(id(seen))
+        wrapped = seen.__cause__ or seen.__context__
         if isinstance(seen, OSError | ssl.SSLError) and not isinstance(seen, httpx.HTTPError):
+            if seen.errno is None and isinstance(wrapped, OSError):
+                seen = wrapped  # anyio's "All connection attempts failed" wraps the real error
+                continue
             return _cause_of_os_error(seen)
-        seen = seen.__cause__ or seen.__context__
+        seen = wrapped
     text = str(exc).lower()
     if "name or service not known" in text or "nodename nor servname" in text or "name resolution" in text:
         return "dns"
