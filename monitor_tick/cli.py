@@ -6,18 +6,23 @@ itself failed (one line on stderr); 2 usage errors, bad option values included.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from monitor_tick import clock, store
+from monitor_tick.entry import (
+    DEFAULT_DB,
+    DEFAULT_RETRY_DELAY,
+    MAX_CONCURRENCY,
+    MIN_CONCURRENCY,
+    emit_json,
+    run_tick_command,
+)
 from monitor_tick.model import InvalidMonitor, Monitor, check_settings
 from monitor_tick.redact import redact_url
-from monitor_tick.tick import DEFAULT_CONCURRENCY, DEFAULT_RETRY_DELAY_S, TickOptions, due_now, run_tick
-
-DEFAULT_DB = "monitor-tick.db"
+from monitor_tick.tick import DEFAULT_CONCURRENCY
 
 app = typer.Typer(
     name="monitor-tick",
@@ -84,10 +89,6 @@ def instant_ms(text: str, option: str) -> int:
         fail(f"{option}: {exc}", 2)
 
 
-def emit_json(value: Any) -> None:
-    typer.echo(json.dumps(value, separators=(",", ":")))
-
-
 # ---------------------------------------------------------------------------------------------
 # The tick
 
@@ -105,72 +106,33 @@ def tick(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what is due; probe and write nothing.")] = False,
     as_json: JsonOption = False,
-    concurrency: Annotated[int, typer.Option(min=1, max=1000, help="Probes in flight at once.")] = DEFAULT_CONCURRENCY,
+    concurrency: Annotated[
+        int, typer.Option(min=MIN_CONCURRENCY, max=MAX_CONCURRENCY, help="Probes in flight at once.")
+    ] = DEFAULT_CONCURRENCY,
     force: Annotated[
         bool, typer.Option("--force", help="Run even if this minute was already run (replays it).")
     ] = False,
     retry_delay: Annotated[
         str, typer.Option(help="Pause before a failed probe is tried again within the tick (0 for none).")
-    ] = f"{DEFAULT_RETRY_DELAY_S:g}s",
+    ] = DEFAULT_RETRY_DELAY,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Say on stderr what the tick did.")] = False,
 ) -> None:
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
         return
-    path = db or DEFAULT_DB
-    delay_s = 0.0 if retry_delay.strip() in ("0", "0s") else duration_s(retry_delay, "--retry-delay")
-    options = TickOptions(
-        db_path=path, minute=minute, force=force, dry_run=dry_run, concurrency=concurrency, retry_delay_s=delay_s
+    # the same function the console entry point's fast path runs (monitor_tick/entry.py)
+    code = run_tick_command(
+        db=db,
+        minute=minute,
+        dry_run=dry_run,
+        as_json=as_json,
+        concurrency=concurrency,
+        force=force,
+        retry_delay=retry_delay,
+        verbose=verbose,
     )
-    try:
-        if dry_run:
-            due_minute, monitors, invalid = due_now(options)
-            _print_dry_run(due_minute, monitors, invalid, as_json)
-            return
-        report = run_tick(options)
-    except store.StoreError as exc:
-        fail(str(exc))
-    for monitor_id, cause in report.invalid:
-        typer.echo(f"monitor-tick: monitor {monitor_id} counted down: {cause}", err=True)
-    if as_json:
-        emit_json(report.as_json())
-    elif verbose:
-        if not report.claimed:
-            typer.echo(f"minute {report.minute} was already run; nothing probed (use --force to replay)", err=True)
-        else:
-            data = report.as_json()
-            typer.echo(
-                "minute {minute}: {due} due, {up} up, {down} down, {unknown} unknown, "
-                "{opened} opened, {resolved} resolved in {duration_ms} ms".format(**data),
-                err=True,
-            )
-
-
-def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
-    if as_json:
-        emit_json(
-            {
-                "minute": minute,
-                "due": [
-                    {
-                        "id": m.id,
-                        "name": m.name,
-                        "url": redact_url(m.url),
-                        "interval_sec": m.interval_sec,
-                        "effective_interval_sec": m.effective_interval_sec,
-                    }
-                    for m in monitors
-                ],
-            }
-        )
-        return
-    typer.echo(f"minute {minute} ({clock.iso_from_ms(clock.minute_start_ms(minute))}): {len(monitors)} due")
-    for m in monitors:
-        typer.echo(
-            f"  {m.id:>5}  {m.name}  every {clock.format_duration_s(m.effective_interval_sec)}  {redact_url(m.url)}"
-        )
-    for monitor_id, cause in invalid:
-        typer.echo(f"  {monitor_id:>5}  {cause}")
+    if code:
+        raise typer.Exit(code)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -410,10 +372,11 @@ def maintenance_add(
     )
 
 
-def main() -> None:
-    """Console entry point."""
+def main(args: list[str] | None = None) -> None:
+    """The Typer app as a command (monitor_tick.entry.main, the console entry point, runs a plain
+    tick itself and hands every other command line to this)."""
     try:
-        app()
+        app(args=args)
     except KeyboardInterrupt:
         sys.exit(130)
 

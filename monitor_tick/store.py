@@ -19,7 +19,6 @@ import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
 from monitor_tick.clock import MS_PER_DAY, hour_start_ms
@@ -35,6 +34,8 @@ class StoreError(Exception):
 
 
 def schema_sql() -> str:
+    from importlib import resources  # only when a database is created: an idle tick skips it
+
     return resources.files("monitor_tick").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
@@ -217,11 +218,18 @@ _FLOOR = (
 )
 _PHASE_INDEXED = "(CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END)"
 
+# Plan floors up to this (seconds) are served by walking the short intervals (b1 below), larger
+# ones through their owners (b2).
+_SMALL_FLOOR_SEC = 900
+
 # One query. Candidates come from indexes, so the cost follows the rows that are due, not the
 # table (CROSS JOIN fixes the join order, MATERIALIZED keeps the CTEs from being inlined into a
 # scan): (a) for each distinct interval (a loose index scan over monitors_due) the monitors whose
-# indexed phase equals minute % n; (b) monitors whose owner's floor is above their own interval,
-# found through their owner. The final WHERE is the authoritative rule of schedule.py.
+# indexed phase equals minute % n; (b) monitors whose owner's floor may be above their own
+# interval: (b1) for floors up to _SMALL_FLOOR_SEC every monitor below the largest such floor (an
+# index range: the 1-14 minute monitors, most of them due anyway), (b2) for larger floors through
+# the owners on them (the owners are read only when such a plan exists). Extra candidates cost
+# little: the final WHERE is the authoritative rule of schedule.py.
 SELECT_DUE = f"""
 WITH RECURSIVE
   df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1),
@@ -232,16 +240,22 @@ WITH RECURSIVE
              WHERE enabled = 1 AND auto_paused = 0 AND interval_sec > intervals.n_sec)
       FROM intervals WHERE n_sec IS NOT NULL
   ),
+  small(floor_sec) AS (SELECT max(min_interval_sec) FROM plans WHERE min_interval_sec <= {_SMALL_FLOOR_SEC}),
   raised(owner_id, floor_sec) AS MATERIALIZED (
     SELECT o.id, {_FLOOR} FROM owners o LEFT JOIN plans p ON p.id = o.plan_id, df
+     WHERE (SELECT max(min_interval_sec) FROM plans) > {_SMALL_FLOOR_SEC}
   ),
   candidates(id) AS MATERIALIZED (
     SELECT monitors.id FROM intervals, monitors
      WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
        AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)
     UNION
+    SELECT m.id FROM small CROSS JOIN monitors m
+     WHERE small.floor_sec > 60 AND m.interval_sec < small.floor_sec
+       AND m.enabled = 1 AND m.auto_paused = 0
+    UNION
     SELECT m.id FROM raised r CROSS JOIN monitors m ON m.owner_id = r.owner_id
-     WHERE r.floor_sec > 60 AND m.interval_sec < r.floor_sec
+     WHERE r.floor_sec > {_SMALL_FLOOR_SEC} AND m.interval_sec < r.floor_sec
        AND m.enabled = 1 AND m.auto_paused = 0
     UNION
     SELECT m.id FROM df, monitors m
@@ -263,19 +277,16 @@ SELECT * FROM due
                     WHERE w.monitor_id = due.id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
                     WHERE w.owner_id = due.owner_id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
- ORDER BY id
 """
 
 
 def select_due(conn: sqlite3.Connection, minute: int, now_ms: int) -> list[dict[str, Any]]:
-    """Rows of the monitors due in `minute`, as dicts; `now_ms` decides plan expiry and
-    maintenance. Rows are not validated here: a hand-edited row may hold anything."""
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = conn.execute(SELECT_DUE, {"minute": minute, "now_ms": now_ms}).fetchall()
-    finally:
-        conn.row_factory = None
-    return [dict(row) for row in rows]
+    """Rows of the monitors due in `minute`, as dicts in id order; `now_ms` decides plan expiry
+    and maintenance. Rows are not validated here: a hand-edited row may hold anything."""
+    cursor = conn.execute(SELECT_DUE, {"minute": minute, "now_ms": now_ms})
+    names = [column[0] for column in cursor.description]
+    # sorted here: SQLite would sort whole rows in a temporary B-tree, which costs more
+    return sorted((dict(zip(names, row, strict=True)) for row in cursor), key=lambda row: row["id"])
 
 
 @dataclass(frozen=True)

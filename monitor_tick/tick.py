@@ -136,11 +136,16 @@ def _probe(
     """Probe on an event loop, slowest expected first; imported only when something is due
     (an idle tick stays light)."""
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     from monitor_tick.fanout import make_client, probe_all, slowest_first
     from monitor_tick.probes import ProbeContext
 
     async def main() -> list[ProbeResult]:
+        # DNS lookups run on the loop's default executor (6 threads on 2 cores): give them a
+        # thread per probe in flight, up to 64 (httpx's own transport allows 40)
+        lookups = ThreadPoolExecutor(max_workers=min(options.concurrency, 64), thread_name_prefix="dns")
+        asyncio.get_running_loop().set_default_executor(lookups)
         async with make_client(options.concurrency, options.transport, options.verify) as client:
             return await probe_all(
                 monitors,
@@ -150,11 +155,11 @@ def _probe(
                 order=slowest_first(monitors, recent),
             )
 
-    with asyncio.Runner(loop_factory=_fast_loop_factory()) as runner:
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
         return runner.run(main())
 
 
-def _fast_loop_factory() -> Any:
+def event_loop_factory() -> Any:
     """uvloop's event loop where it is installed (about a fifth more checks per second than
     asyncio's own), else None: asyncio's default."""
     try:

@@ -14,6 +14,7 @@ import respx
 from monitor_tick.fanout import make_client
 from monitor_tick.model import Monitor, ProbeResult
 from monitor_tick.probes.http import probe_http
+from monitor_tick.tick import event_loop_factory
 from monitor_tick.transport import AiohttpTransport
 from tests.servers import (
     LocalServer,
@@ -33,7 +34,8 @@ def monitor(url: str, **settings: object) -> Monitor:
 
 
 def probe_both(m: Monitor, verify: object = True) -> tuple[ProbeResult, ProbeResult]:
-    """(through httpx's default transport, through the fast one), without latency."""
+    """(through httpx's default transport, through the fast one), without latency, on the event
+    loop the tick uses."""
 
     async def main() -> tuple[ProbeResult, ProbeResult]:
         out = []
@@ -44,7 +46,8 @@ def probe_both(m: Monitor, verify: object = True) -> tuple[ProbeResult, ProbeRes
             out.append(ProbeResult(result.status, None, result.http_status, result.cause))
         return out[0], out[1]
 
-    return asyncio.run(main())
+    with asyncio.Runner(loop_factory=event_loop_factory()) as runner:
+        return runner.run(main())
 
 
 @pytest.fixture(scope="module")
