@@ -24,12 +24,12 @@ USER_AGENT = "monitor-tick (uptime check; +https://pypi.org/project/monitor-tick
 def make_client(
     concurrency: int, transport: httpx.AsyncBaseTransport | None = None, verify: object = True
 ) -> httpx.AsyncClient:
-    """One client shared by the tick. The pool has no connection cap (the semaphore bounds
+    """One client shared by the tick. The pool has no connection cap (the workers bound
     concurrency), so no probe ever waits for a pool slot -- that would be our limit, not the
     site's outage.
 
     Without an injected transport the bytes go through monitor_tick.transport (aiohttp), about
-    twice as fast per check as httpx's default -- unless httpcore is mocked (respx), whose
+    1.5x the checks per second of httpx's default -- unless httpcore is mocked (respx), whose
     mock only sees httpx's default transport."""
     if transport is None and not httpcore_is_mocked():
         from monitor_tick.transport import AiohttpTransport

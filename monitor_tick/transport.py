@@ -1,8 +1,8 @@
 """A faster httpx transport: aiohttp's connections and C HTTP parser under httpx's API.
 
 Why: per check, httpx's default transport (httpcore + h11 + anyio, all pure Python) costs
-several times what the request itself costs on loopback; with this transport a tick probes
-about twice as many fresh-connection checks per second (bench/run.py, figure 2). httpx stays
+several times what the request itself costs on loopback; with this transport a whole tick
+probes about 1.5x as many fresh-connection checks per second (bench/run.py, figure 2). httpx stays
 the API: redirects, cookies, header handling, content decoding and the Response the probes
 read are all httpx's; only the bytes on the wire go through aiohttp.
 
