@@ -1,5 +1,5 @@
 """`python -m monitor_tick` is the `monitor-tick` command."""
 
-from monitor_tick.cli import main
+from monitor_tick.entry import main
 
 main()

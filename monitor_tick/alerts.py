@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from monitor_tick import clock
 from monitor_tick.model import CheckResult
@@ -30,6 +31,9 @@ OFFLINE_SHARE = 0.9
 TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN"}
 # Apprise's notify types: they pick colours and icons on services that have them
 NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning"}
+
+if TYPE_CHECKING:
+    from monitor_tick.tick import TickReport
 
 
 # ---------------------------------------------------------------------------------------------
@@ -188,3 +192,17 @@ def offline(results: Sequence[CheckResult]) -> list[CheckResult]:
 def is_offline(result: CheckResult) -> bool:
     """A check set aside by `offline`."""
     return result.status == "unknown" and (result.cause or "").startswith(OFFLINE_CAUSE)
+
+
+def tick_warnings(report: TickReport) -> list[str]:
+    """The tick's alert problems, one line each: our network was lost; deliveries given up."""
+    lines = []
+    if report.network_lost and report.summary is not None:
+        lines.append(
+            f"network looks down from here: {sum(is_offline(r) for r in report.results)} of "
+            f"{len(report.results)} checks failed "
+            "to reach their host (dns, connect error); counted as unknown, no incidents opened, nobody notified"
+        )
+    if report.delivery is not None:
+        lines += report.delivery.warnings
+    return lines

@@ -6,33 +6,32 @@ itself failed (one line on stderr); 2 usage errors, bad option values included.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from monitor_tick import clock, store
+from monitor_tick.entry import (
+    DEFAULT_BUDGET,
+    DEFAULT_BUSY_TIMEOUT,
+    DEFAULT_DB,
+    DEFAULT_RETRY_DELAY,
+    MAX_CATCH_UP_MINUTES,
+    MAX_CONCURRENCY,
+    MIN_CONCURRENCY,
+    emit_json,
+    run_tick_command,
+)
 from monitor_tick.model import (
     AlertSettings,
     InvalidMonitor,
-    Monitor,
     check_alert_settings,
     expiry_text,
     monitor_state,
 )
 from monitor_tick.redact import redact_text, redact_url
-from monitor_tick.tick import (
-    DEFAULT_BUDGET_S,
-    DEFAULT_CATCH_UP_MINUTES,
-    DEFAULT_CONCURRENCY,
-    DEFAULT_RETRY_DELAY_S,
-    TickOptions,
-    due_now,
-    run_tick,
-)
-
-DEFAULT_DB = "monitor-tick.db"
+from monitor_tick.tick import DEFAULT_CATCH_UP_MINUTES, DEFAULT_CONCURRENCY
 
 app = typer.Typer(
     name="monitor-tick",
@@ -104,10 +103,6 @@ def instant_ms(text: str, option: str) -> int:
         fail(f"{option}: {exc}", 2)
 
 
-def emit_json(value: Any) -> None:
-    typer.echo(json.dumps(value, separators=(",", ":")))
-
-
 # ---------------------------------------------------------------------------------------------
 # The tick
 
@@ -128,25 +123,27 @@ def tick(
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what is due; probe and write nothing.")] = False,
     as_json: JsonOption = False,
-    concurrency: Annotated[int, typer.Option(min=1, max=1000, help="Probes in flight at once.")] = DEFAULT_CONCURRENCY,
+    concurrency: Annotated[
+        int, typer.Option(min=MIN_CONCURRENCY, max=MAX_CONCURRENCY, help="Probes in flight at once.")
+    ] = DEFAULT_CONCURRENCY,
     force: Annotated[
         bool, typer.Option("--force", help="Run even if this minute was already run (replays it).")
     ] = False,
     retry_delay: Annotated[
         str, typer.Option(help="Pause before a failed probe is tried again within the tick (0 for none).")
-    ] = f"{DEFAULT_RETRY_DELAY_S:g}s",
+    ] = DEFAULT_RETRY_DELAY,
     catch_up: Annotated[
         int,
         typer.Option(
             min=0,
-            max=1440,
+            max=MAX_CATCH_UP_MINUTES,
             help="Also probe for up to this many unclaimed minutes before this one (cron skipped them); "
             "older gaps are recorded as missed. 0 turns catch-up off.",
         ),
     ] = DEFAULT_CATCH_UP_MINUTES,
     budget: Annotated[
         str, typer.Option(help="Stop probing after this long; unfinished probes count as unknown, not down.")
-    ] = f"{DEFAULT_BUDGET_S:g}s",
+    ] = DEFAULT_BUDGET,
     block_private: Annotated[
         bool,
         typer.Option(
@@ -159,7 +156,7 @@ def tick(
     ] = False,
     busy_timeout: Annotated[
         str, typer.Option(help="How long to wait for another process's write lock before failing.")
-    ] = f"{store.DEFAULT_BUSY_TIMEOUT_S:g}s",
+    ] = DEFAULT_BUSY_TIMEOUT,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Say on stderr what the tick did.")] = False,
     status_page: Annotated[
         str | None, typer.Option(metavar="DIR", help="After the tick, rewrite the status page and badges in DIR.")
@@ -171,87 +168,25 @@ def tick(
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
         return
-    path = db or DEFAULT_DB
-    delay_s = duration_or_zero_s(retry_delay, "--retry-delay")
-    guard = None
-    if block_private:
-        from monitor_tick.probes.guard import AddressGuard
-
-        guard = AddressGuard()
-    options = TickOptions(
-        db_path=path,
+    # the same function the console entry point's fast path runs (monitor_tick/entry.py)
+    code = run_tick_command(
+        db=db,
         minute=minute,
-        force=force,
         dry_run=dry_run,
+        as_json=as_json,
         concurrency=concurrency,
-        retry_delay_s=delay_s,
-        catch_up_minutes=catch_up,
-        budget_s=duration_s(budget, "--budget"),
-        guard=guard,
-        busy_timeout_s=duration_s(busy_timeout, "--busy-timeout"),
+        force=force,
+        retry_delay=retry_delay,
+        catch_up=catch_up,
+        budget=budget,
+        block_private=block_private,
+        busy_timeout=busy_timeout,
+        status_page=status_page,
+        metrics_file=metrics_file,
+        verbose=verbose,
     )
-    try:
-        if dry_run:
-            due_minute, monitors, invalid = due_now(options)
-            _print_dry_run(due_minute, monitors, invalid, as_json)
-            return
-        report = run_tick(options)
-    except store.StoreError as exc:
-        fail(str(exc))
-    for monitor_id, cause in report.invalid:
-        typer.echo(f"monitor-tick: monitor {monitor_id} skipped: {cause}", err=True)
-    for warning in alert_warnings(report):
-        typer.echo(f"monitor-tick: {warning}", err=True)
-    if as_json:
-        emit_json(report.as_json())
-    elif verbose:
-        if not report.claimed:
-            typer.echo(f"minute {report.minute} was already run; nothing probed (use --force to replay)", err=True)
-        else:
-            data = report.as_json()
-            typer.echo(
-                "minute {minute}: {due} due, {up} up, {down} down, {unknown} unknown, "
-                "{opened} opened, {confirmed} confirmed, {resolved} resolved, {notified} notified "
-                "in {duration_ms} ms".format(**data),
-                err=True,
-            )
-            if report.covered or report.missed:
-                typer.echo(
-                    f"caught up {len(report.covered)} skipped minute(s); {report.missed} older minute(s) "
-                    "recorded as missed",
-                    err=True,
-                )
-    if report.claimed and (status_page or metrics_file):
-        from monitor_tick.cli_status import after_tick
-
-        after_tick(path, report, status_page, metrics_file)
-
-
-def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
-    if as_json:
-        emit_json(
-            {
-                "minute": minute,
-                "due": [
-                    {
-                        "id": m.id,
-                        "name": m.name,
-                        "url": redact_url(m.url),
-                        "interval_sec": m.interval_sec,
-                        "effective_interval_sec": m.effective_interval_sec,
-                    }
-                    for m in monitors
-                ],
-            }
-        )
-        return
-    typer.echo(f"minute {minute} ({clock.iso_from_ms(clock.minute_start_ms(minute))}): {len(monitors)} due")
-    for m in monitors:
-        typer.echo(
-            f"  {m.id:>5}  {m.name}  every {clock.format_duration_s(m.effective_interval_sec)}  {redact_url(m.url)}"
-        )
-    for monitor_id, cause in invalid:
-        typer.echo(f"  {monitor_id:>5}  {cause}")
+    if code:
+        raise typer.Exit(code)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -528,16 +463,18 @@ def maintenance_add(
     )
 
 
-from monitor_tick.cli_notify import alert_warnings, notify_app  # noqa: E402 -- it builds on the helpers above
+from monitor_tick.cli_notify import notify_app  # noqa: E402 -- it builds on the helpers above
 
 app.add_typer(notify_app, name="notify")
 from monitor_tick import cli_heartbeat, cli_status  # noqa: E402,F401  (register ping, serve, status-page, report)
 
 
-def main() -> None:
-    """Console entry point: a failure of monitor-tick itself is one line on stderr and exit 1."""
+def main(args: list[str] | None = None) -> None:
+    """The Typer app as a command (monitor_tick.entry.main, the console entry point, runs a plain
+    tick itself and hands every other command line to this). A failure of monitor-tick itself is
+    one line on stderr and exit 1."""
     try:
-        app()
+        app(args=args)
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # a bug: say it in one line (cron mails it), never a traceback

@@ -13,7 +13,6 @@ from monitor_tick import alerts, clock, notify, store
 from monitor_tick.cli import DbOption, JsonOption, _change, connect, db_path, emit_json, fail
 from monitor_tick.model import InvalidMonitor
 from monitor_tick.redact import redact_channel_url, redact_url
-from monitor_tick.tick import TickReport
 
 OFFLINE_RULE = (
     f"a tick counts as offline when at least {alerts.OFFLINE_MIN_CHECKS} checks ran and "
@@ -30,18 +29,7 @@ notify_app = typer.Typer(
 )
 
 
-def alert_warnings(report: TickReport) -> list[str]:
-    """The tick's alert problems, one line each: our network was lost; deliveries given up."""
-    lines = []
-    if report.network_lost and report.summary is not None:
-        lines.append(
-            f"network looks down from here: {sum(alerts.is_offline(r) for r in report.results)} of "
-            f"{len(report.results)} checks failed "
-            "to reach their host (dns, connect error); counted as unknown, no incidents opened, nobody notified"
-        )
-    if report.delivery is not None:
-        lines += report.delivery.warnings
-    return lines
+alert_warnings = alerts.tick_warnings  # the tick's own output uses it too (entry.py)
 
 
 @notify_app.command("add")

@@ -1,6 +1,10 @@
 """Probe many monitors at once: at most `concurrency` in flight, continuously (a slow host
-holds one slot, never a batch), all gathered with return_exceptions=True so that even a bug in
-one probe is that monitor's failed check and never sinks the tick.
+holds one slot, never a batch), and even a bug in one probe is that monitor's failed check,
+never the tick's.
+
+`concurrency` workers take the next monitor as soon as they are free, so the tick's makespan
+is close to max(sum of latencies / concurrency, slowest latency) when the slowest probes start
+first: the tick hands them over in that order (`slowest_first`, from the last hour's rollups).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import dataclasses
 import ssl
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -71,12 +75,19 @@ def make_client(
     """One client shared by the tick. The pool has no connection cap (the semaphore bounds
     concurrency), so no probe ever waits for a pool slot -- that would be our limit, not the
     site's outage. With `guard`, every connection (redirects included) is checked against it
-    on the address actually connected to."""
+    on the address actually connected to (through httpx's own transport); without it, the bytes
+    go through monitor_tick.transport (aiohttp) unless httpcore is mocked (respx)."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
     if transport is None and guard is not None:
         from monitor_tick.probes.guard import guarded_transport
 
         transport = guarded_transport(guard, verify=verify, limits=limits)
+    elif transport is None and not httpcore_is_mocked():
+        # the bytes go through aiohttp: about 1.5x the checks per second of httpx's default
+        # transport (bench/run.py, figure 2); respx's mock only sees httpx's own transport
+        from monitor_tick.transport import AiohttpTransport
+
+        transport = AiohttpTransport(ssl_context(verify))
     return httpx.AsyncClient(
         transport=transport,
         verify=verify,
@@ -106,6 +117,14 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
     return result
 
 
+def httpcore_is_mocked() -> bool:
+    """True while a test double (respx's default mocker) has replaced httpcore's pool."""
+    import httpcore
+
+    send = httpcore.AsyncConnectionPool.handle_async_request
+    return not str(getattr(send, "__module__", "")).startswith("httpcore.")
+
+
 async def probe_all(
     monitors: Sequence[Monitor],
     ctx: ProbeContext,
@@ -113,33 +132,58 @@ async def probe_all(
     concurrency: int,
     retry_delay_s: float,
     budget_s: float | None = None,
+    order: Iterable[int] | None = None,
 ) -> list[ProbeResult]:
-    """One result per monitor, in order. Probes still running (or still waiting for a slot)
-    when `budget_s` runs out are cancelled and come back `unknown`: our limit, not an outage."""
-    slots = asyncio.Semaphore(concurrency)
+    """One result per monitor, in the order of `monitors`; `order` (indexes into `monitors`,
+    each once) is the order in which probes start, default first to last. Probes still running,
+    or not yet started, when `budget_s` runs out are cancelled and come back `unknown`: our
+    limit, not an outage."""
+    results: list[ProbeResult | None] = [None] * len(monitors)
+    pending = iter(range(len(monitors)) if order is None else order)
 
-    async def one(monitor: Monitor) -> ProbeResult:
-        async with slots:
-            return await probe_with_retries(monitor, ctx, retry_delay_s)
+    async def worker() -> None:
+        for index in pending:  # shared: each index is taken by exactly one worker
+            results[index] = await _probe_one(monitors[index], ctx, retry_delay_s)
 
-    tasks = [asyncio.ensure_future(one(m)) for m in monitors]
-    if budget_s is not None and tasks:
-        _, pending = await asyncio.wait(tasks, timeout=budget_s)
-        for task in pending:
+    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(monitors)))]
+    cut_off = False
+    if budget_s is not None and workers:
+        _, still_running = await asyncio.wait(workers, timeout=budget_s)
+        for task in still_running:
             task.cancel()
-    gathered = await asyncio.gather(*tasks, return_exceptions=True)
-    results: list[ProbeResult] = []
-    for monitor, outcome in zip(monitors, gathered, strict=True):
-        if isinstance(outcome, ProbeResult):
-            results.append(outcome)
-        elif isinstance(outcome, asyncio.CancelledError):
-            results.append(CUT_OFF)
-        else:
-            detail = str(outcome).replace(monitor.url, redact_url(monitor.url))
-            print(
-                f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: "
-                f"{type(outcome).__name__}: {detail}",
-                file=sys.stderr,
-            )
-            results.append(ProbeResult("down", None, None, f"probe error: {type(outcome).__name__}"))
-    return results
+        cut_off = bool(still_running)
+    await asyncio.gather(*workers, return_exceptions=True)
+    missing = [m.id for m, r in zip(monitors, results, strict=True) if r is None]
+    if missing and not cut_off:
+        raise ValueError(f"order left monitors unprobed: {missing[:5]}")
+    return [CUT_OFF if r is None else r for r in results]
+
+
+async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
+    try:
+        return await probe_with_retries(monitor, ctx, retry_delay_s)
+    except Exception as exc:  # a bug in a probe is that monitor's failed check
+        detail = str(exc).replace(monitor.url, redact_url(monitor.url))
+        print(
+            f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: {type(exc).__name__}: {detail}",
+            file=sys.stderr,
+        )
+        return ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
+
+
+def slowest_first(monitors: Sequence[Monitor], recent: dict[int, tuple[int, int | None]]) -> list[int]:
+    """Indexes of `monitors`, the probes expected to take longest first (longest-processing-
+    time-first keeps the makespan near its lower bound).
+
+    `recent` maps a monitor id to (failures, latency_ms_max) of its newest rollup hour. A
+    monitor that failed then may take its whole deadline (a hanging host), so it counts as
+    its timeout; one without history counts as 0 and keeps its place among the rest."""
+
+    def expected_ms(index: int) -> float:
+        monitor = monitors[index]
+        failures, latency_ms_max = recent.get(monitor.id, (0, None))
+        if failures:
+            return monitor.timeout_s * 1000
+        return float(latency_ms_max or 0)
+
+    return sorted(range(len(monitors)), key=expected_ms, reverse=True)

@@ -19,7 +19,6 @@ import sqlite3
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from importlib import resources
 from typing import Any, TypeVar
 from urllib.parse import quote
 
@@ -38,6 +37,8 @@ class StoreError(Exception):
 
 
 def schema_sql() -> str:
+    from importlib import resources  # only when a database is created: an idle tick skips it
+
     return resources.files("monitor_tick").joinpath("schema.sql").read_text(encoding="utf-8")
 
 
@@ -278,12 +279,19 @@ _BAD_INTERVAL = (
     " AND enabled = 1 AND auto_paused = 0"
 )
 
+# Plan floors up to this (seconds) are served by walking the short intervals (b1 below), larger
+# ones through their owners (b2).
+_SMALL_FLOOR_SEC = 900
+
 # One query. Candidates come from indexes, so the cost follows the rows that are due, not the
 # table (CROSS JOIN fixes the join order, MATERIALIZED keeps the CTEs from being inlined into a
 # scan): (a) for each distinct interval (a loose index scan over monitors_due) the monitors whose
-# indexed phase equals minute % n; (b) monitors whose owner's floor is above their own interval,
-# found through their owner; (c) rows whose interval is unusable, once an hour, through a
-# partial index that is empty on a healthy database. The final WHERE is the rule of schedule.py.
+# indexed phase equals minute % n; (b) monitors whose owner's floor may be above their own
+# interval: (b1) for floors up to _SMALL_FLOOR_SEC every monitor below the largest such floor (an
+# index range: the 1-14 minute monitors, most of them due anyway), (b2) for larger floors through
+# the owners on them (the owners are read only when such a plan exists); (c) rows whose interval
+# is unusable, once an hour, through a partial index that is empty on a healthy database. Extra
+# candidates cost little: the final WHERE is the authoritative rule of schedule.py.
 SELECT_DUE = f"""
 WITH RECURSIVE
   df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1),
@@ -294,16 +302,22 @@ WITH RECURSIVE
              WHERE enabled = 1 AND auto_paused = 0 AND interval_sec > intervals.n_sec)
       FROM intervals WHERE n_sec IS NOT NULL
   ),
+  small(floor_sec) AS (SELECT max(min_interval_sec) FROM plans WHERE min_interval_sec <= {_SMALL_FLOOR_SEC}),
   raised(owner_id, floor_sec) AS MATERIALIZED (
     SELECT o.id, {_FLOOR} FROM owners o LEFT JOIN plans p ON p.id = o.plan_id, df
+     WHERE (SELECT max(min_interval_sec) FROM plans) > {_SMALL_FLOOR_SEC}
   ),
   candidates(id) AS MATERIALIZED (
     SELECT monitors.id FROM intervals, monitors
      WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
        AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)
     UNION
+    SELECT m.id FROM small CROSS JOIN monitors m
+     WHERE small.floor_sec > 60 AND m.interval_sec < small.floor_sec
+       AND m.enabled = 1 AND m.auto_paused = 0
+    UNION
     SELECT m.id FROM raised r CROSS JOIN monitors m ON m.owner_id = r.owner_id
-     WHERE r.floor_sec > 60 AND m.interval_sec < r.floor_sec
+     WHERE r.floor_sec > {_SMALL_FLOOR_SEC} AND m.interval_sec < r.floor_sec
        AND m.enabled = 1 AND m.auto_paused = 0
     UNION
     SELECT m.id FROM df, monitors m
@@ -331,19 +345,16 @@ SELECT * FROM due
                     WHERE w.monitor_id = due.id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
                     WHERE w.owner_id = due.owner_id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
- ORDER BY id
 """
 
 
 def select_due(conn: sqlite3.Connection, minute: int, now_ms: int) -> list[dict[str, Any]]:
-    """Rows of the monitors due in `minute`, as dicts; `now_ms` decides plan expiry and
-    maintenance. Rows are not validated here: a hand-edited row may hold anything."""
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = conn.execute(SELECT_DUE, {"minute": minute, "now_ms": now_ms}).fetchall()
-    finally:
-        conn.row_factory = None
-    return [dict(row) for row in rows]
+    """Rows of the monitors due in `minute`, as dicts in id order; `now_ms` decides plan expiry
+    and maintenance. Rows are not validated here: a hand-edited row may hold anything."""
+    cursor = conn.execute(SELECT_DUE, {"minute": minute, "now_ms": now_ms})
+    names = [column[0] for column in cursor.description]
+    # sorted here: SQLite would sort whole rows in a temporary B-tree, which costs more
+    return sorted((dict(zip(names, row, strict=True)) for row in cursor), key=lambda row: row["id"])
 
 
 @dataclass(frozen=True)
@@ -443,7 +454,7 @@ def write_results(
                     resolved.append(result.monitor_id)
                 if change.confirms:
                     confirmed.append(result.monitor_id)
-        own_minute, *covered = minutes
+        own_minute, *covered = minutes or [None]  # no minute: results only (bench, tests)
         conn.execute(
             "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
             "unknown = :unknown, opened = :opened, resolved = :resolved WHERE minute = :minute",
@@ -1231,3 +1242,57 @@ def record_ping(conn: sqlite3.Connection, monitor: int, signal: str, at_ms: int)
     sql = _RECORD_START if signal == "start" else _RECORD_PING
     with write_tx(conn):
         conn.execute(sql, {"monitor_id": monitor, "at_ms": at_ms, "failed": int(signal == "fail")})
+
+
+# ---------------------------------------------------------------------------------------------
+# Performance: probe order from history; bulk loading (bench/)
+
+
+def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
+    """monitor id -> (failures, latency_ms_max) of its newest rollup hour, for the monitors
+    that have one. One primary-key seek per monitor (the tick orders its probes by this)."""
+    if not monitor_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT r.monitor_id, r.failures, r.latency_ms_max FROM json_each(?) j "
+        "JOIN rollups r ON r.monitor_id = j.value "
+        "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)",
+        (json.dumps(list(monitor_ids)),),
+    )
+    return {int(monitor): (int(failures), latency) for monitor, failures, latency in rows}
+
+
+_BULK_MONITOR_COLUMNS = (
+    "id",
+    "owner_id",
+    "name",
+    "kind",
+    "url",
+    "interval_sec",
+    "aligned",
+    "method",
+    "expect_status",
+    "keyword",
+    "timeout_s",
+    "retries",
+    "enabled",
+    "auto_paused",
+    "created_at_ms",
+)
+
+
+def insert_monitors(conn: sqlite3.Connection, rows: Iterable[Sequence[Any]]) -> None:
+    """Insert many monitors in one transaction; each row holds the values of _BULK_MONITOR_COLUMNS
+    in that order. For loading large databases (bench/): no per-row checks beyond the schema's."""
+    placeholders = ", ".join("?" for _ in _BULK_MONITOR_COLUMNS)
+    with write_tx(conn):
+        conn.executemany(
+            f"INSERT INTO monitors ({', '.join(_BULK_MONITOR_COLUMNS)}) VALUES ({placeholders})",  # noqa: S608
+            rows,
+        )
+
+
+def insert_owners(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, int, int | None]]) -> None:
+    """Insert many (id, name, plan_id, plan_expires_at_ms) owners in one transaction (bench/)."""
+    with write_tx(conn):
+        conn.executemany("INSERT INTO owners (id, name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?, ?)", rows)

@@ -169,7 +169,8 @@ def run_tick(options: TickOptions) -> TickReport:
             return TickReport(minute, now_ms, claimed=False)
         minutes = [minute, *claim.covered]
         good, bad = split_rows(select_due_rows(conn, minutes, now_ms))
-        probes = _probe(good, options, now_ms, _load(conn, good)) if good else []
+        recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
+        probes = _probe(good, options, now_ms, _load(conn, good), recent) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
         network_lost = alerts.network_lost(results, _probe_canary(conn, results, options, now_ms))
         if network_lost:
@@ -215,11 +216,18 @@ def _load(conn: store.sqlite3.Connection, monitors: list[Monitor]) -> dict[str, 
     return load(conn, monitors)
 
 
-def _probe(monitors: list[Monitor], options: TickOptions, now_ms: int, loaded: dict[str, Any]) -> list[ProbeResult]:
-    """Probe on an event loop; imported only when something is due (an idle tick stays light)."""
+def _probe(
+    monitors: list[Monitor],
+    options: TickOptions,
+    now_ms: int,
+    loaded: dict[str, Any],
+    recent: dict[int, tuple[int, int | None]] | None = None,
+) -> list[ProbeResult]:
+    """Probe on an event loop, slowest expected first (`recent`: store.recent_rollups); imported
+    only when something is due (an idle tick stays light)."""
     import asyncio
 
-    from monitor_tick.fanout import DaemonThreads, make_client, probe_all, ssl_context
+    from monitor_tick.fanout import DaemonThreads, make_client, probe_all, slowest_first, ssl_context
     from monitor_tick.probes import ProbeContext
 
     tls = ssl_context(options.verify)
@@ -235,8 +243,11 @@ def _probe(monitors: list[Monitor], options: TickOptions, now_ms: int, loaded: d
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
                 budget_s=options.budget_s,
+                order=slowest_first(monitors, recent or {}),
             )
 
+    # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
+    # would bring back the slow-resolver queue that DaemonThreads removes (README, issue 3)
     return asyncio.run(main())
 
 

@@ -140,8 +140,12 @@ def _random_world(conn: sqlite3.Connection, rng: random.Random, monitors: int) -
     )
 
 
-def test_the_due_query_selects_exactly_what_the_rule_says_over_a_day(conn: sqlite3.Connection) -> None:
+@pytest.mark.parametrize("default_floor_sec", [60, 600, 1800])  # none; walked by interval; through owners
+def test_the_due_query_selects_exactly_what_the_rule_says_over_a_day(
+    conn: sqlite3.Connection, default_floor_sec: int
+) -> None:
     _random_world(conn, random.Random(1), 400)
+    conn.execute("UPDATE plans SET min_interval_sec = ? WHERE id = 1", (default_floor_sec,))
     total = 0
     for minute in range(MINUTE, MINUTE + DAY_MIN):
         got = {row["id"] for row in store.select_due(conn, minute, clock.minute_start_ms(minute))}
@@ -182,9 +186,11 @@ def test_the_due_query_reads_candidates_through_indexes(conn: sqlite3.Connection
     text = "\n".join(details)
     assert "SEARCH monitors USING INDEX monitors_due (interval_sec=? AND <expr>=?)" in text, text
     assert "SEARCH m USING INDEX monitors_owner (owner_id=? AND interval_sec<?)" in text, text
-    # Full scans only of the small things: CTEs, owners (to find raised floors), and the partial
-    # index of rows with an unusable interval (empty on a healthy database).
+    assert "SEARCH m USING INDEX monitors_due (interval_sec<?)" in text, text  # floors up to 15 minutes
+    # Full scans only of the small things: CTEs, plans, owners (to find floors above 15 minutes;
+    # skipped at run time when no plan has one), and the partial index of rows with an unusable
+    # interval (empty on a healthy database).
     assert "SCAN monitors USING INDEX monitors_bad_interval" in details, text
     details.remove("SCAN monitors USING INDEX monitors_bad_interval")
     scanned = {d.split()[1] for d in details if d.startswith("SCAN ")}
-    assert scanned <= {"intervals", "df", "o", "r", "c", "CONSTANT"}, text
+    assert scanned <= {"intervals", "df", "small", "plans", "o", "r", "c", "CONSTANT"}, text

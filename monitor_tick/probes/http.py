@@ -30,15 +30,20 @@ from monitor_tick.model import (
     status_accepted,
 )
 from monitor_tick.probes.base import Kind, ProbeContext
-from monitor_tick.probes.net import cause_of_os_error, cert_expires_at_ms, check_expires_within, expiry_cause
+from monitor_tick.probes.net import cause_of_os_error, cert_expires_at_ms, check_expires_within, connect, expiry_cause
 
 MAX_BODY_BYTES = 1024 * 1024  # at most this much of a body is kept, to look for keywords
 MAX_REDIRECTS = 5
 
 
-async def probe_http(monitor: Monitor, client: httpx.AsyncClient, now_ms: int) -> ProbeResult:
+async def probe_http(
+    monitor: Monitor, client: httpx.AsyncClient, now_ms: int, ctx: ProbeContext | None = None
+) -> ProbeResult:
     """One attempt. Never raises for remote behaviour; returns up/down/unknown with a cause.
-    `now_ms` (the tick's time) is what a certificate's days left are counted from.
+    `now_ms` (the tick's time) is what a certificate's days left are counted from. With --expires-within
+    the certificate is read from the response's connection, or, when the transport cannot show it
+    (aiohttp may have released a short response's connection already), from a TLS connection of
+    its own to the final URL's host, verified as the client verifies (`ctx`).
 
     The body is read to its end under the same deadline (a page that never finishes loading is
     down), keeping at most MAX_BODY_BYTES of it, and only when there is a keyword to look for.
@@ -57,6 +62,10 @@ async def probe_http(monitor: Monitor, client: httpx.AsyncClient, now_ms: int) -
                 status = response.status_code
                 if monitor.expires_within_sec is not None:
                     expires_at_ms = cert_expires_at_ms(_peer_cert(response))
+                    if expires_at_ms is None and ctx is not None and response.url.scheme == "https":
+                        host, port = response.url.host, response.url.port or 443
+                        _, cert = await connect(host, port, monitor.timeout_s, ctx.ssl_context, ctx.guard)
+                        expires_at_ms = cert_expires_at_ms(cert)
                 cause = None if status_accepted(status, ranges) else f"status {status}"
                 if cause is None:
                     found = await _read_body(response, [n for n in (wanted, unwanted) if n])
@@ -145,7 +154,7 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
 
 
 async def _probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
-    return await probe_http(monitor, ctx.client, ctx.now_ms)
+    return await probe_http(monitor, ctx.client, ctx.now_ms, ctx)
 
 
 def _check(monitor: Monitor) -> None:

@@ -1,0 +1,121 @@
+"""Fan-out: bounded workers, results in monitor order, slowest expected probes first."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import sqlite3
+
+import httpx
+import pytest
+import respx
+from freezegun import freeze_time
+
+from monitor_tick import clock, store
+from monitor_tick.fanout import probe_all, slowest_first
+from monitor_tick.model import CheckResult, Monitor, ProbeResult
+from monitor_tick.probes import PROBES, ProbeContext
+from monitor_tick.tick import TickOptions, run_tick
+from tests.conftest import add
+
+MINUTE = 29_934_720  # 2026-12-01T00:00Z
+
+
+def monitor(monitor_id: int, timeout_s: float = 10.0) -> Monitor:
+    return Monitor(
+        id=monitor_id,
+        name=f"m{monitor_id}",
+        kind="http",
+        url=f"http://m{monitor_id}.test/",
+        interval_sec=60,
+        effective_interval_sec=60,
+        timeout_s=timeout_s,
+        retries=0,
+    )
+
+
+def test_the_slowest_expected_probes_start_first() -> None:
+    monitors = [monitor(1), monitor(2), monitor(3, timeout_s=7), monitor(4), monitor(5)]
+    recent = {1: (0, 40), 2: (0, 5_000), 3: (1, None), 5: (0, 60)}
+    # 3 failed last hour: it may take its whole 7 s deadline; 4 has no history (0), last
+    assert [monitors[i].id for i in slowest_first(monitors, recent)] == [3, 2, 5, 1, 4]
+
+
+def test_without_history_probes_start_in_monitor_order() -> None:
+    monitors = [monitor(i) for i in range(1, 6)]
+    assert slowest_first(monitors, {}) == [0, 1, 2, 3, 4]
+
+
+def test_probe_all_keeps_at_most_concurrency_in_flight_starts_in_order_and_returns_in_monitor_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    started: list[int] = []
+    in_flight = 0
+    most = 0
+
+    async def fake(m: Monitor, ctx: ProbeContext) -> ProbeResult:
+        nonlocal in_flight, most
+        started.append(m.id)
+        in_flight += 1
+        most = max(most, in_flight)
+        for _ in range(m.id % 4 + 1):  # finish in a different order than started
+            await asyncio.sleep(0)
+        in_flight -= 1
+        return ProbeResult("up", m.id, 200, None)
+
+    monkeypatch.setitem(PROBES, "http", dataclasses.replace(PROBES["http"], probe=fake))
+    monitors = [monitor(i) for i in range(1, 21)]
+    order = list(reversed(range(20)))
+    results = asyncio.run(
+        probe_all(monitors, ProbeContext(None, 0, None), concurrency=3, retry_delay_s=0, order=order)  # type: ignore[arg-type]
+    )
+    assert most == 3
+    assert started == [monitors[i].id for i in order]
+    assert [r.latency_ms for r in results] == [m.id for m in monitors]
+
+
+def test_a_bug_in_one_probe_is_its_failure_and_the_worker_goes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def fake(m: Monitor, ctx: ProbeContext) -> ProbeResult:
+        if m.id == 2:
+            raise KeyError("bug")
+        return ProbeResult("up", 1, 200, None)
+
+    monkeypatch.setitem(PROBES, "http", dataclasses.replace(PROBES["http"], probe=fake))
+    results = asyncio.run(
+        probe_all([monitor(i) for i in (1, 2, 3)], ProbeContext(None, 0, None), concurrency=1, retry_delay_s=0)
+    )  # type: ignore[arg-type]
+    assert [r.status for r in results] == ["up", "down", "up"]
+    assert results[1].cause == "probe error: KeyError"
+
+
+def test_recent_rollups_reads_each_monitors_newest_hour(conn: sqlite3.Connection) -> None:
+    a, b, c = add(conn, "http://a.test/"), add(conn, "http://b.test/"), add(conn, "http://c.test/")
+    hour_ms = clock.minute_start_ms(MINUTE)
+    for minute in (MINUTE - 60, MINUTE - 59):  # the previous hour: a slow, b down
+        at_ms = clock.minute_start_ms(minute)
+        store.write_results(
+            conn, [], at_ms, [CheckResult(a, "up", 900), CheckResult(b, "down", None, None, "timeout")], at_ms
+        )
+    store.write_results(conn, [], hour_ms, [CheckResult(a, "up", 30)], hour_ms)  # this hour: a fast
+    assert store.recent_rollups(conn, [a, b, c]) == {a: (0, 30), b: (2, None)}
+    assert store.recent_rollups(conn, []) == {}
+
+
+@pytest.mark.respx(assert_all_called=True)
+def test_a_tick_probes_last_hours_slowest_monitor_first(
+    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+) -> None:
+    fast, slow = add(conn, "http://fast.test/"), add(conn, "http://slow.test/")
+    at_ms = clock.minute_start_ms(MINUTE - 1)
+    store.write_results(conn, [], at_ms, [CheckResult(fast, "up", 20), CheckResult(slow, "up", 4_000)], at_ms)
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.host)
+        return httpx.Response(200)
+
+    respx_mock.get("http://fast.test/").mock(side_effect=answer)
+    respx_mock.get("http://slow.test/").mock(side_effect=answer)
+    with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
+        run_tick(TickOptions(db_path=db_path, retry_delay_s=0, concurrency=1))
+    assert seen == ["slow.test", "fast.test"]

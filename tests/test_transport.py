@@ -1,0 +1,142 @@
+"""The fast transport (aiohttp under httpx) against httpx's default, on real misbehaving servers
+on 127.0.0.1: every outcome and cause must be the same through either."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Iterator
+
+import httpx
+import pytest
+import respx
+
+from monitor_tick.fanout import make_client
+from monitor_tick.model import Monitor, ProbeResult
+from monitor_tick.probes.http import probe_http
+from monitor_tick.transport import AiohttpTransport
+from tests.servers import (
+    LocalServer,
+    TLSPair,
+    expired_cert,
+    refused_port,
+    self_signed_cert,
+    valid_cert,
+    wrong_host_cert,
+)
+
+SHORT_S = 0.5  # deadline for the cases that must time out
+
+
+def monitor(url: str, **settings: object) -> Monitor:
+    return Monitor(id=1, name="m", kind="http", url=url, interval_sec=60, effective_interval_sec=60, **settings)  # type: ignore[arg-type]
+
+
+def probe_both(m: Monitor, verify: object = True) -> tuple[ProbeResult, ProbeResult]:
+    """(through httpx's default transport, through the fast one), without latency, on the event
+    loop the tick uses."""
+
+    async def main() -> tuple[ProbeResult, ProbeResult]:
+        out = []
+        context = httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
+        for transport in (httpx.AsyncHTTPTransport(verify=context), AiohttpTransport(context)):
+            async with make_client(10, transport) as client:
+                result = await probe_http(m, client, 0)
+            out.append(ProbeResult(result.status, None, result.http_status, result.cause))
+        return out[0], out[1]
+
+    return asyncio.run(main())
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LocalServer]:
+    with LocalServer(drip_interval=SHORT_S) as srv:
+        yield srv
+
+
+@pytest.mark.parametrize(
+    ("path", "settings", "expected"),
+    [
+        ("/ok", {}, ("up", 200, None)),
+        ("/ok", {"method": "HEAD"}, ("up", 200, None)),
+        ("/status/503", {}, ("down", 503, "status 503")),
+        ("/status/204", {"expect_status": "200-299"}, ("up", 204, None)),
+        ("/redirect/3", {}, ("up", 200, None)),
+        ("/redirect-loop", {}, ("down", None, "too many redirects")),
+        ("/keyword/all%20good", {"keyword": "all good"}, ("up", 200, None)),
+        ("/keyword/bad", {"keyword": "all good"}, ("down", 200, "keyword missing")),
+        ("/body-size/300000", {"keyword": "b"}, ("down", 200, "keyword missing")),
+        # a body that never ends is down once the deadline passes (it is read to its end)
+        ("/endless-chunked", {"timeout_s": SHORT_S, "keyword": "b"}, ("down", 200, "timeout reading body")),
+        ("/huge-length", {"timeout_s": SHORT_S, "keyword": "b"}, ("down", 200, "timeout reading body")),
+        ("/hang", {"timeout_s": SHORT_S}, ("down", None, "timeout")),
+        ("/drip", {"timeout_s": SHORT_S, "keyword": "b"}, ("down", 200, "timeout reading body")),
+        ("/reset", {}, ("down", None, "connection reset")),
+        ("/garbage", {}, ("down", None, "protocol error")),
+        ("/close-mid-body", {"keyword": "b"}, ("down", 200, "protocol error")),
+    ],
+)
+def test_the_fast_transport_judges_each_misbehaviour_as_httpx_does(
+    server: LocalServer, path: str, settings: dict[str, object], expected: tuple[str, int | None, str | None]
+) -> None:
+    default, fast = probe_both(monitor(server.url(path), retries=0, **settings))
+    assert fast == default
+    assert (fast.status, fast.http_status, fast.cause) == expected
+
+
+def test_a_refused_connection_is_connect_refused_through_either_transport() -> None:
+    default, fast = probe_both(monitor(f"http://127.0.0.1:{refused_port()}/"))
+    assert fast == default == ProbeResult("down", None, None, "connect refused")
+
+
+@pytest.mark.parametrize(
+    ("make_cert", "cause"),
+    [
+        (valid_cert, None),
+        (expired_cert, "tls: certificate expired"),
+        (self_signed_cert, "tls: self-signed certificate"),
+        (wrong_host_cert, "tls: certificate is for another host"),
+    ],
+)
+def test_certificates_are_judged_the_same_through_either_transport(make_cert: object, cause: str | None) -> None:
+    pair: TLSPair = make_cert()  # type: ignore[operator]
+    with LocalServer(tls=pair.server_context) as srv:
+        default, fast = probe_both(monitor(srv.url("/ok")), verify=ssl.create_default_context(cafile=pair.ca_pem))
+    assert fast == default
+    assert fast.cause == cause and fast.status == ("up" if cause is None else "down")
+
+
+def test_plain_http_to_a_tls_port_and_tls_to_a_plain_port_fail_the_same_way(server: LocalServer) -> None:
+    with LocalServer(tls=valid_cert().server_context) as tls_srv:
+        plain_to_tls = probe_both(monitor(tls_srv.url("/ok").replace("https://", "http://"), timeout_s=2))
+    tls_to_plain = probe_both(monitor(server.url("/ok").replace("http://", "https://")))
+    assert plain_to_tls[1] == plain_to_tls[0] and plain_to_tls[1].status == "down"
+    assert tls_to_plain[1] == tls_to_plain[0] and tls_to_plain[1].cause == "tls"
+
+
+def test_the_fast_transport_sends_httpxs_headers_and_percent_encoded_path(server: LocalServer) -> None:
+    url = server.url("/ok/a%2Fb?q=1%202")
+
+    async def main() -> None:
+        async with make_client(10) as client:  # no transport injected, httpcore not mocked: the fast one
+            assert isinstance(client._transport, AiohttpTransport)
+            await probe_http(monitor(url), client, 0)
+
+    asyncio.run(main())
+    request = server.requests[-1]
+    assert request.target == "/ok/a%2Fb?q=1%202"
+    assert request.headers["user-agent"].startswith("monitor-tick")
+    assert request.headers["host"] == f"127.0.0.1:{server.port}"
+
+
+def test_under_respx_the_client_uses_httpxs_default_transport_so_the_mock_sees_requests(
+    respx_mock: respx.MockRouter,
+) -> None:
+    route = respx_mock.get("http://site.test/").mock(return_value=httpx.Response(200))
+
+    async def main() -> ProbeResult:
+        async with make_client(10) as client:
+            assert not isinstance(client._transport, AiohttpTransport)
+            return await probe_http(monitor("http://site.test/"), client, 0)
+
+    assert asyncio.run(main()).status == "up" and route.call_count == 1
