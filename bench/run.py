@@ -490,7 +490,7 @@ def memory() -> Figure:
         path = db_with("memory.db", [monitor_row(i, f"http://127.0.0.1:{port}/?m={i}") for i in range(1, count + 1)])
         wall, peak_kib = run_child([*monitor_tick_argv(), "--db", path, "--minute", str(MINUTE), "--retry-delay", "0"])
     conn = store.open_db(path)
-    rows = store.report(conn, clock.minute_start_ms(MINUTE))
+    rows = store.report(conn, clock.minute_start_ms(MINUTE), clock.minute_start_ms(MINUTE + 1))
     conn.close()
     assert sum(r["checks"] for r in rows) == count and not any(r["failures"] for r in rows), "not all checked up"
     peak_mb = peak_kib / 1024

@@ -18,7 +18,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from monitor_tick import clock, store
-from monitor_tick.alerts import tick_warnings
 from monitor_tick.model import Monitor
 from monitor_tick.redact import redact_url
 from monitor_tick.tick import (
@@ -171,8 +170,11 @@ def run_tick_command(
         return _fail(str(exc))
     for monitor_id, cause in report.invalid:
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
-    for warning in tick_warnings(report):
-        _err(f"monitor-tick: {warning}")
+    if report.network_lost or report.delivery is not None:
+        from monitor_tick.alerts import tick_warnings
+
+        for warning in tick_warnings(report):
+            _err(f"monitor-tick: {warning}")
     if as_json:
         emit_json(report.as_json())
     elif verbose:

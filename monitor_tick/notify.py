@@ -28,8 +28,9 @@ from typing import Any
 
 from monitor_tick import alerts, clock, store
 from monitor_tick.redact import redact_channel_url, scrub
+from monitor_tick.tick import NOTIFY_SEND_TIMEOUT_S
 
-SEND_TIMEOUT_S = 10.0  # one message to one channel
+SEND_TIMEOUT_S = NOTIFY_SEND_TIMEOUT_S  # one message to one channel
 DELIVERY_BUDGET_S = 20.0  # all of a tick's sending
 CLAIM_FOR_MS = 5 * clock.MS_PER_MINUTE  # a claim outlives any run's sending by far
 MAX_CLAIMS = 500

@@ -13,12 +13,13 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick import alerts, clock, notify, schedule, store
+from monitor_tick import clock, schedule, store
 from monitor_tick.model import CheckResult, InvalidMonitor, Monitor, ProbeResult
 
 if TYPE_CHECKING:
     import httpx
 
+    from monitor_tick import notify
     from monitor_tick.probes.guard import AddressGuard
 
 DEFAULT_CONCURRENCY = 50
@@ -27,6 +28,7 @@ DEFAULT_CATCH_UP_MINUTES = 15
 # Probing stops here. With the network canary (5 s at most) and sending notifications (20 s at
 # most) a tick ends inside its minute.
 DEFAULT_BUDGET_S = 30.0
+NOTIFY_SEND_TIMEOUT_S = 10.0  # one notification to one channel (notify.py)
 
 
 @dataclass
@@ -44,7 +46,7 @@ class TickOptions:
     busy_timeout_s: float = store.DEFAULT_BUSY_TIMEOUT_S
     # refuse probes to private, loopback, link-local and metadata addresses (shared installs)
     guard: AddressGuard | None = None
-    notify_timeout_s: float = notify.SEND_TIMEOUT_S  # one notification to one channel
+    notify_timeout_s: float = NOTIFY_SEND_TIMEOUT_S  # one notification to one channel
     # for tests and embedding: an httpx transport, and TLS verification for https:// and tls://
     # (an ssl.SSLContext, True for the default CA bundle, or a CA file)
     transport: httpx.AsyncBaseTransport | None = None
@@ -172,9 +174,13 @@ def run_tick(options: TickOptions) -> TickReport:
         recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
         probes = _probe(good, options, now_ms, _load(conn, good), recent) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
-        network_lost = alerts.network_lost(results, _probe_canary(conn, results, options, now_ms))
-        if network_lost:
-            results = alerts.offline(results)
+        network_lost = False
+        if results:  # (alerts and notify are imported only when there is something to judge or send)
+            from monitor_tick import alerts
+
+            network_lost = alerts.network_lost(results, _probe_canary(conn, results, options, now_ms))
+            if network_lost:
+                results = alerts.offline(results)
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
         summary = store.write_results(
             conn, minutes, now_ms, results, finished_at_ms=now_ms + duration_ms, network_lost=network_lost
@@ -185,9 +191,11 @@ def run_tick(options: TickOptions) -> TickReport:
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
             )
         # after the results are committed; nobody is told anything while our network is down
-        delivery = (
-            None if network_lost else notify.deliver_pending(conn, now_ms, send_timeout_s=options.notify_timeout_s)
-        )
+        delivery = None
+        if not network_lost and store.has_delivery_work(conn, now_ms):
+            from monitor_tick import notify
+
+            delivery = notify.deliver_pending(conn, now_ms, send_timeout_s=options.notify_timeout_s)
     except store.sqlite3.Error as exc:
         raise store.StoreError(store.describe_error(exc, options.db_path)) from None
     finally:
@@ -255,6 +263,8 @@ def _probe_canary(
     conn: store.sqlite3.Connection, results: list[CheckResult], options: TickOptions, now_ms: int
 ) -> CheckResult | None:
     """Probe the network canary (a setting), only when some check failed at network level."""
+    from monitor_tick import alerts
+
     if not any(alerts.is_network_failure(r) for r in results):
         return None
     url = store.get_setting(conn, store.CANARY_SETTING)

@@ -199,7 +199,7 @@ def test_a_channel_down_for_longer_than_six_hours_is_given_up_with_one_warning(
     warnings: list[str] = []
     for hour in range(9):
         report = tick(db_path, f"2026-12-01T{hour:02d}:00:05Z")
-        assert report.delivery is not None or hour == 0
+        # (a tick with nothing to send does not load the sender: delivery is None then)
         warnings += report.delivery.warnings if report.delivery else []
     assert len(warnings) == 1
     assert warnings[0].startswith("gave up notifying json://127.0.0.1:")
