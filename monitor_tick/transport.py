@@ -57,7 +57,7 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
                 request.method,
                 # httpx has already percent-encoded it, and turned its credentials into the
                 # Authorization header (aiohttp refuses both at once)
-                URL(str(request.url.copy_with(userinfo=b"")), encoded=True),
+                URL(str(request.url.copy_with(userinfo=b"") if request.url.userinfo else request.url), encoded=True),
                 headers=headers,
                 data=body or None,
                 allow_redirects=False,  # httpx follows redirects itself
