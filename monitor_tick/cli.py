@@ -93,7 +93,10 @@ def duration_s(text: str, option: str) -> float:
 
 def duration_or_zero_s(text: str, option: str) -> float:
     """A duration where 0 (or 0s) means none."""
-    return 0.0 if text.strip() in ("0", "0s") else duration_s(text, option)
+    try:
+        return clock.parse_duration_or_zero_s(text)
+    except ValueError as exc:
+        fail(f"{option}: {exc}", 2)
 
 
 def instant_ms(text: str, option: str) -> int:

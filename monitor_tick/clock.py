@@ -83,6 +83,11 @@ def parse_duration_s(text: str) -> float:
     return value
 
 
+def parse_duration_or_zero_s(text: str) -> float:
+    """parse_duration_s, where '0' or '0s' means none (0.0)."""
+    return 0.0 if text.strip() in ("0", "0s") else parse_duration_s(text)
+
+
 def format_duration_s(seconds: float) -> str:
     """A short human form of a duration: 90 -> '1m30s', 3600 -> '1h'."""
     total = int(round(seconds))

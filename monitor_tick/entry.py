@@ -138,7 +138,7 @@ def run_tick_command(
     ran, down monitors included; 1 it failed; 2 a bad option value)."""
     path = db or DEFAULT_DB
     try:
-        delay_s = 0.0 if retry_delay.strip() in ("0", "0s") else _duration_s(retry_delay, "--retry-delay")
+        delay_s = _duration_s(retry_delay, "--retry-delay", zero_is_none=True)
         budget_s = _duration_s(budget, "--budget")
         busy_timeout_s = _duration_s(busy_timeout, "--busy-timeout")
     except ValueError as exc:
@@ -198,9 +198,9 @@ def run_tick_command(
     return 0
 
 
-def _duration_s(text: str, option: str) -> float:
+def _duration_s(text: str, option: str, *, zero_is_none: bool = False) -> float:
     try:
-        return clock.parse_duration_s(text)
+        return clock.parse_duration_or_zero_s(text) if zero_is_none else clock.parse_duration_s(text)
     except ValueError as exc:
         raise ValueError(f"{option}: {exc}") from None
 
