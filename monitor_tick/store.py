@@ -46,8 +46,12 @@ def schema_sql() -> str:
 # Opening
 
 
-def open_db(path: str, *, create: bool = True, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S) -> sqlite3.Connection:
-    """Open (and on first use create, readable by its owner only) the database at `path`.
+def open_db(
+    path: str, *, create: bool = True, migrate: bool = True, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+) -> sqlite3.Connection:
+    """Open (and on first use create, readable by its owner only) the database at `path`;
+    upgrade an older schema (see migrations/), unless `migrate` is false (read-only commands):
+    then an older schema is refused.
 
     Raises StoreError, having created or changed nothing, when the directory is missing or not
     writable, the file is read-only, not a monitor-tick database, or its schema is newer than
@@ -79,7 +83,7 @@ def open_db(path: str, *, create: bool = True, busy_timeout_s: float = DEFAULT_B
         raise StoreError(f"cannot open database {path}: {exc}") from None
     try:
         _configure(conn, busy_timeout_s)
-        _ensure_schema(conn, path)
+        _ensure_schema(conn, path, migrate=migrate)
     except sqlite3.Error as exc:
         conn.close()
         raise StoreError(describe_error(exc, path)) from None
@@ -119,7 +123,7 @@ def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
+def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
@@ -128,29 +132,57 @@ def _ensure_schema(conn: sqlite3.Connection, path: str) -> None:
             f"database {path} has schema version {version}, newer than this monitor-tick "
             f"understands ({SCHEMA_VERSION}); upgrade monitor-tick"
         )
-    if version != 0:
-        raise StoreError(f"database {path} has unknown schema version {version}")
+    if version and not migrate:
+        raise StoreError(
+            f"database {path} has schema version {version}, older than this monitor-tick's "
+            f"({SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it"
+        )
+    # table rebuilds (see migrations/) need foreign keys off, and that cannot change inside a
+    # transaction; foreign_key_check below stands in for them before the upgrade commits
+    conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version == SCHEMA_VERSION:  # another process initialised it while we waited
+        if version == SCHEMA_VERSION:  # another process initialised or upgraded it while we waited
             conn.execute("COMMIT")
             return
-        tables = conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]
-        if tables:
-            raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
-        for statement in _statements(schema_sql()):
-            conn.execute(statement)
+        if version == 0:
+            tables = conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]
+            if tables:
+                raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
+            for statement in _statements(schema_sql()):
+                conn.execute(statement)
+        else:
+            _migrate(conn, path, version)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+    finally:
+        conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA journal_mode = WAL")
 
 
+def _migrate(conn: sqlite3.Connection, path: str, version: int) -> None:
+    """Upgrade a database at schema `version` to SCHEMA_VERSION inside the caller's transaction:
+    every step of migrations/ above `version`, in order. A failed step raises, and the caller
+    rolls all of them back: the file stays at `version`, unchanged."""
+    from monitor_tick import migrations  # only when upgrading: an idle tick never reads them
+
+    for migration in migrations.steps_after(version):
+        try:
+            for statement in _statements(migration.sql):
+                conn.execute(statement)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot upgrade database {path} to schema version {migration.version}: {exc}") from None
+    broken = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if broken:
+        raise StoreError(f"cannot upgrade database {path}: {len(broken)} rows would break foreign keys")
+
+
 def _statements(script: str) -> Iterator[str]:
-    """Split schema.sql into statements (it has no semicolons inside strings or triggers)."""
+    """Split schema.sql or a migration into statements (no semicolons inside strings or triggers)."""
     buffer: list[str] = []
     for line in script.splitlines():
         if line.lstrip().startswith("--"):
@@ -162,7 +194,7 @@ def _statements(script: str) -> Iterator[str]:
             if sqlite3.complete_statement(statement):
                 yield statement
     if "".join(buffer).strip():
-        raise StoreError("schema.sql ends inside a statement")
+        raise StoreError("a schema script ends inside a statement")
 
 
 def describe_error(exc: sqlite3.Error, path: str) -> str:
@@ -1155,8 +1187,8 @@ def last_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
 
 def read_db(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T:
     """Open the database at `path`, call `read` with the connection, close it. Raises
-    StoreError, for sqlite3 errors during `read` too; never creates a database."""
-    conn = open_db(path, create=False)
+    StoreError, for sqlite3 errors during `read` too; never creates or upgrades a database."""
+    conn = open_db(path, create=False, migrate=False)
     try:
         return read(conn)
     except sqlite3.Error as exc:

@@ -1,0 +1,48 @@
+"""Schema migrations: ordered SQL files, one per schema version after the first.
+
+`NNNN_what.sql` turns a database at schema version NNNN - 1 into version NNNN. `schema.sql`
+is always the whole schema at the newest version (what a new database gets); the steps are
+for files that an older monitor-tick made. A test holds the two to the same result: a version 1
+file upgraded through every step has exactly the tables, columns and indexes of schema.sql.
+
+How a step is written (SQLite):
+- A new column: `ALTER TABLE t ADD COLUMN ...`, with the same text as its last line in the
+  table's CREATE in schema.sql (the new column goes at the end of the table there too).
+- A changed constraint: the table rebuild of https://sqlite.org/lang_altertable.html#otheralter
+  (CREATE TABLE t_new, INSERT ... SELECT, DROP TABLE t, ALTER TABLE t_new RENAME TO t, then
+  its indexes again). Foreign keys are off while steps run and checked before the commit.
+- No step reads the clock, and no step is ever edited once released: fix forward.
+
+All pending steps run in one transaction, applied by the first command that writes (a tick,
+add, ...), never by a read-only one; a failed step leaves the file as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Step:
+    version: int  # the schema version this step produces
+    name: str
+    sql: str
+
+
+def steps() -> list[Step]:
+    """Every step, in version order. Raises ValueError when the files skip or repeat a version."""
+    found = []
+    for entry in resources.files(__name__).iterdir():
+        if entry.name.endswith(".sql"):
+            number, _, rest = entry.name.partition("_")
+            found.append(Step(int(number), rest.removesuffix(".sql"), entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda step: step.version)
+    if [step.version for step in found] != list(range(2, len(found) + 2)):
+        raise ValueError(f"migrations must be numbered 0002, 0003, ... without gaps: {[s.version for s in found]}")
+    return found
+
+
+def steps_after(version: int) -> list[Step]:
+    """The steps that upgrade a database at schema `version` to the newest."""
+    return [step for step in steps() if step.version > version]

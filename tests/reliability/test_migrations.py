@@ -1,0 +1,148 @@
+"""Upgrades never break the cron line: a database made by an older monitor-tick is upgraded in
+place by the first command that writes, with its history intact; an older program refuses a
+newer file; read-only commands change nothing."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor_tick import migrations, store
+
+MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+V1_TOKEN = (FIXTURES / "v1.token").read_text().strip()
+
+
+def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MONITOR_TICK, "--db", db, *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def v1_db(tmp_path: Path) -> str:
+    """A copy of a database that monitor-tick 0.1.0 (schema version 1) made through its own
+    commands (tests/fixtures/make_v1_db.sh): plans, owners, monitors, a heartbeat, a window, a
+    channel, replayed ticks with confirmed incidents and a pending delivery."""
+    path = tmp_path / "v1.db"
+    shutil.copy(FIXTURES / "v1.db", path)
+    return str(path)
+
+
+def schema_of(path: str) -> dict[tuple[str, str], str]:
+    """Every table and index, by (type, name), as its SQL without comments, quotes or white
+    space: an upgraded file and a new one must agree to the letter."""
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT type, name, sql FROM sqlite_schema WHERE sql IS NOT NULL").fetchall()
+    conn.close()
+    return {(kind, name): re.sub(r"\s+|\"", "", re.sub(r"--[^\n]*", "", sql)) for kind, name, sql in rows}
+
+
+def version_of(path: str) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_the_steps_are_numbered_without_gaps_up_to_the_schema_version() -> None:
+    assert [step.version for step in migrations.steps()] == list(range(2, store.SCHEMA_VERSION + 1))
+
+
+def test_the_fixture_is_a_version_1_file() -> None:
+    assert version_of(str(FIXTURES / "v1.db")) == 1
+
+
+def test_an_upgraded_version_1_file_has_exactly_the_schema_of_a_new_one(v1_db: str, tmp_path: Path) -> None:
+    new = str(tmp_path / "new.db")
+    store.open_db(new).close()
+    store.open_db(v1_db).close()
+    assert version_of(v1_db) == store.SCHEMA_VERSION
+    assert schema_of(v1_db) == schema_of(new)
+    conn = sqlite3.connect(v1_db)
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    conn.close()
+
+
+def test_the_first_tick_upgrades_a_version_1_file_and_keeps_its_history(v1_db: str) -> None:
+    before = sqlite3.connect(v1_db)
+    history = {
+        table: before.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+        for table in ("monitors", "rollups", "incidents", "incident_events", "channels", "pings", "owners", "plans")
+    }
+    incidents = before.execute("SELECT id, monitor_id, started_at_ms, cause, state FROM incidents").fetchall()
+    before.close()
+    assert history["incidents"] == 3 and history["rollups"] == 3
+
+    done = cli(v1_db, "--retry-delay", "0")
+    # the delivery that version 1 kept retrying is three weeks old now: given up, said once
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == (
+        "monitor-tick: gave up notifying json://127.0.0.1:9/*** of 'DOWN: refused' after 6 attempts: "
+        "A Connection error occurred sending JSON notification to 127.0.0.1.\n"
+    )
+    assert version_of(v1_db) == store.SCHEMA_VERSION
+
+    after = sqlite3.connect(v1_db)
+    for table, count in history.items():
+        if table != "rollups":
+            assert after.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == count, table
+    # the old hours are still there, and the tick counted new checks beside them
+    assert after.execute("SELECT sum(checks) FROM rollups WHERE hour_start_ms = 1762776000000").fetchone()[0] == 26
+    assert after.execute("SELECT count(*) FROM rollups").fetchone()[0] > history["rollups"]
+    # the confirmed outages stay open (the refused ports are still refused), none reopened
+    assert after.execute("SELECT id, monitor_id, started_at_ms, cause, state FROM incidents").fetchall() == incidents
+    after.close()
+
+    # the heartbeat's token, printed by version 1 and stored only as a digest, still pings
+    conn = store.open_db(v1_db)
+    assert store.heartbeat_by_token(conn, hashlib.sha256(V1_TOKEN.encode()).digest()) == 4
+    conn.close()
+    listed = cli(v1_db, "list")
+    assert listed.returncode == 0 and "backups" in listed.stdout and "refused" in listed.stdout
+
+
+def test_a_read_only_command_never_upgrades_and_says_what_will(v1_db: str) -> None:
+    before = Path(v1_db).read_bytes()
+    done = cli(v1_db, "report")
+    if store.SCHEMA_VERSION == 1:  # nothing to upgrade yet: the report simply reads the file
+        assert done.returncode == 0
+    else:
+        assert done.returncode == 1 and done.stdout == ""
+        assert done.stderr == (
+            f"monitor-tick: database {v1_db} has schema version 1, older than this monitor-tick's "
+            f"({store.SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it\n"
+        )
+    assert Path(v1_db).read_bytes() == before
+
+
+def test_an_older_program_refuses_a_newer_file_in_one_line(db_path: str) -> None:
+    raw = sqlite3.connect(db_path)
+    raw.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION + 1}")
+    raw.close()
+    done = cli(db_path)
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"monitor-tick: database {db_path} has schema version {store.SCHEMA_VERSION + 1}, newer than this "
+        f"monitor-tick understands ({store.SCHEMA_VERSION}); upgrade monitor-tick\n"
+    )
+
+
+def test_a_failing_step_leaves_the_file_as_it_was(v1_db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    good = migrations.Step(2, "adds a column", "ALTER TABLE monitors ADD COLUMN scratch TEXT;")
+    bad = migrations.Step(3, "breaks", "ALTER TABLE no_such_table ADD COLUMN x TEXT;")
+    monkeypatch.setattr(migrations, "steps_after", lambda version: [good, bad])
+    monkeypatch.setattr(store, "SCHEMA_VERSION", 3)
+    before = schema_of(v1_db)
+    with pytest.raises(store.StoreError, match=r"cannot upgrade database .* to schema version 3: no such table"):
+        store.open_db(v1_db)
+    assert version_of(v1_db) == 1
+    assert schema_of(v1_db) == before  # the first step was rolled back with the second
