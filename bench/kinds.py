@@ -20,10 +20,11 @@ from pathlib import Path
 
 import httpx
 
-from monitor_tick import clock, store
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes import new_monitor
 from monitor_tick.probes.heartbeat import new_token
-from monitor_tick.tick import TickOptions, run_tick
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 
@@ -53,12 +54,15 @@ def main(n: int) -> None:
 
         report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, retry_delay_s=0, concurrency=50))
         summary = report.as_json()
-        print(f"tick: {summary['due']} due ({n} heartbeat, {n} tcp), {summary['up']} up, "
-              f"{summary['down']} down in {summary['duration_ms']} ms")
+        print(
+            f"tick: {summary['due']} due ({n} heartbeat, {n} tcp), {summary['up']} up, "
+            f"{summary['down']} down in {summary['duration_ms']} ms"
+        )
 
         serve = Path(sys.executable).parent / "monitor-tick"
-        with subprocess.Popen([str(serve), "serve", "--port", "0", "--db", db_path], stdout=subprocess.PIPE,
-                              text=True) as process:
+        with subprocess.Popen(
+            [str(serve), "serve", "--port", "0", "--db", db_path], stdout=subprocess.PIPE, text=True
+        ) as process:
             assert process.stdout is not None
             base = process.stdout.readline().strip().removeprefix("listening on ")
             with httpx.Client(trust_env=False) as client:

@@ -26,9 +26,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from monitor_tick import clock, schedule, store
-from monitor_tick.model import CheckResult
-from monitor_tick.tick import TickOptions, run_tick
+from monitor_tick import store
+from monitor_tick.core import clock, schedule
+from monitor_tick.core.model import CheckResult
+from monitor_tick.core.tick import TickOptions, run_tick
 
 BENCH = Path(__file__).resolve().parent
 OUT = BENCH / "out"

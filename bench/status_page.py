@@ -15,8 +15,10 @@ import tempfile
 import time
 from collections.abc import Callable
 
-from monitor_tick import clock, metrics, statuspage, store
-from monitor_tick.model import Monitor
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.model import Monitor
+from monitor_tick.publish import metrics, statuspage
 
 DAY, HOUR, MINUTE = clock.MS_PER_DAY, clock.MS_PER_HOUR, clock.MS_PER_MINUTE
 NOW_MS = clock.parse_iso_ms("2026-12-01T12:00:30Z")

@@ -1,5 +1,5 @@
 """`python -m monitor_tick` is the `monitor-tick` command."""
 
-from monitor_tick.entry import main
+from monitor_tick.cli.entry import main
 
 main()

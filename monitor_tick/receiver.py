@@ -31,7 +31,8 @@ import signal
 import sqlite3
 from collections.abc import Callable
 
-from monitor_tick import clock, store
+from monitor_tick import store
+from monitor_tick.core import clock
 from monitor_tick.probes.heartbeat import token_digest
 
 MAX_REQUEST_BYTES = 8 * 1024

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from monitor_tick.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms, minute_of_ms
-from monitor_tick.incidents import Open, Step, Transition, step
-from monitor_tick.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckResult, Monitor
+from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms, minute_of_ms
+from monitor_tick.core.incidents import Open, Step, Transition, step
+from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckResult, Monitor
 
 SCHEMA_VERSION = 1
 _T = TypeVar("_T")

@@ -11,7 +11,8 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from monitor_tick import clock, store
+from monitor_tick import store
+from monitor_tick.core import clock
 from tests.conftest import add
 
 DAY = clock.MS_PER_DAY

@@ -12,7 +12,7 @@ from freezegun import freeze_time
 from typer.testing import CliRunner
 
 from monitor_tick import store
-from monitor_tick.cli import app
+from monitor_tick.cli.app import app
 from tests.conftest import add
 from tests.receivers import JsonReceiver
 from tests.servers import refused_port

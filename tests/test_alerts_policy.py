@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from monitor_tick import alerts, clock
-from monitor_tick.incidents import CONFIRMED, SUSPECTED, Event, Open, Step, Transition, step
-from monitor_tick.model import CheckResult
-from monitor_tick.redact import redact_channel_url, scrub
+from monitor_tick.alerts import policy
+from monitor_tick.core import clock
+from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Event, Open, Step, Transition, step
+from monitor_tick.core.model import CheckResult
+from monitor_tick.core.redact import redact_channel_url, scrub
 
 UP, DOWN = True, False
 
@@ -74,7 +75,7 @@ def _counters(change: Step) -> tuple[str, int, int]:
 T0 = clock.parse_iso_ms("2026-12-01T00:00:05Z")
 
 
-def event(event_id: int, kind: str = "down", name: str = "api", **overrides: object) -> alerts.EventInfo:
+def event(event_id: int, kind: str = "down", name: str = "api", **overrides: object) -> policy.EventInfo:
     values: dict[str, object] = {
         "event_id": event_id,
         "kind": kind,
@@ -87,11 +88,11 @@ def event(event_id: int, kind: str = "down", name: str = "api", **overrides: obj
         "resolved_at_ms": T0 + 185_000 if kind == "up" else None,
     }
     values.update(overrides)
-    return alerts.EventInfo(**values)  # type: ignore[arg-type]
+    return policy.EventInfo(**values)  # type: ignore[arg-type]
 
 
 def test_a_down_message_names_the_monitor_url_cause_status_and_start_with_secrets_hidden() -> None:
-    msg = alerts.message(event(1))
+    msg = policy.message(event(1))
     assert msg.title == "DOWN: api"
     assert msg.notify_type == "failure"
     assert msg.body.splitlines() == [
@@ -105,7 +106,7 @@ def test_a_down_message_names_the_monitor_url_cause_status_and_start_with_secret
 
 
 def test_an_up_message_says_how_long_it_was_down() -> None:
-    msg = alerts.message(event(2, "up", cause="connect refused", http_status=None))
+    msg = policy.message(event(2, "up", cause="connect refused", http_status=None))
     assert msg.title == "UP: api" and msg.notify_type == "success"
     assert msg.body.splitlines() == [
         "api is up again after 3m5s down.",
@@ -120,7 +121,7 @@ def test_an_up_message_says_how_long_it_was_down() -> None:
 
 
 def test_a_reminder_says_it_is_still_down_and_for_how_long() -> None:
-    msg = alerts.message(event(3, "reminder", created_at_ms=T0 + 3_600_000))
+    msg = policy.message(event(3, "reminder", created_at_ms=T0 + 3_600_000))
     assert msg.title == "STILL DOWN: api" and msg.notify_type == "warning"
     assert msg.body.splitlines()[0] == "api is still down, for 1h now."
 
@@ -132,14 +133,14 @@ def test_a_reminder_says_it_is_still_down_and_for_how_long() -> None:
 def test_more_than_five_events_of_a_kind_for_one_channel_become_one_summary(
     downs: int, expected_titles: list[str]
 ) -> None:
-    messages = alerts.compose([event(i, name=f"m{i}") for i in range(1, downs + 1)])
+    messages = policy.compose([event(i, name=f"m{i}") for i in range(1, downs + 1)])
     assert [m.title for m in messages] == expected_titles
     assert sorted(e for m in messages for e in m.event_ids) == list(range(1, downs + 1))
 
 
 def test_a_summary_lists_every_monitor_and_keeps_the_channels_order_of_events() -> None:
     events = [event(1, "up", name="old")] + [event(i, name=f"m{i}") for i in range(2, 9)] + [event(9, "up", name="x")]
-    messages = alerts.compose(events)
+    messages = policy.compose(events)
     assert [m.title for m in messages] == ["UP: old", "DOWN: 7 monitors", "UP: x"]
     body = messages[1].body.splitlines()
     assert body[0] == "7 monitors are down:"
@@ -155,12 +156,12 @@ def test_a_summary_lists_every_monitor_and_keeps_the_channels_order_of_events() 
     [(1, 60_000), (2, 120_000), (3, 240_000), (5, 960_000), (6, 1_800_000), (40, 1_800_000)],
 )
 def test_failed_deliveries_back_off_doubling_up_to_half_an_hour(attempts: int, delay_ms: int) -> None:
-    assert alerts.retry_at_ms(attempts, T0) - T0 == delay_ms
+    assert policy.retry_at_ms(attempts, T0) - T0 == delay_ms
 
 
 @pytest.mark.parametrize(("age_ms", "given_up"), [(0, False), (6 * 3_600_000 - 1, False), (6 * 3_600_000, True)])
 def test_a_delivery_is_given_up_once_its_event_is_six_hours_old(age_ms: int, given_up: bool) -> None:
-    assert alerts.gives_up(T0, T0 + age_ms) is given_up
+    assert policy.gives_up(T0, T0 + age_ms) is given_up
 
 
 # --- our own outage ---------------------------------------------------------------------------
@@ -186,7 +187,7 @@ def results(*causes: str | None) -> list[CheckResult]:
 def test_a_tick_is_offline_when_nearly_every_check_failed_at_network_level(
     checks: list[CheckResult], lost: bool
 ) -> None:
-    assert alerts.network_lost(checks) is lost
+    assert policy.network_lost(checks) is lost
 
 
 @pytest.mark.parametrize(
@@ -198,11 +199,11 @@ def test_a_tick_is_offline_when_nearly_every_check_failed_at_network_level(
     ],
 )
 def test_a_canary_decides_whether_the_network_was_lost(checks: list[CheckResult], canary: str, lost: bool) -> None:
-    assert alerts.network_lost(checks, CheckResult(0, canary, None, None, None)) is lost  # type: ignore[arg-type]
+    assert policy.network_lost(checks, CheckResult(0, canary, None, None, None)) is lost  # type: ignore[arg-type]
 
 
 def test_an_offline_ticks_down_checks_count_neither_way_and_its_up_checks_stay() -> None:
-    assert alerts.offline(results("dns", None)) == [
+    assert policy.offline(results("dns", None)) == [
         CheckResult(0, "unknown", None, None, "network lost (dns)"),
         CheckResult(1, "up", None, None, None),
     ]

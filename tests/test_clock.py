@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from freezegun import freeze_time
 
-from monitor_tick import clock
+from monitor_tick.core import clock
 
 
 @freeze_time("2026-11-30 12:34:56.789")

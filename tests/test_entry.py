@@ -16,8 +16,8 @@ import respx
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from monitor_tick import entry
-from monitor_tick.cli import app
+from monitor_tick.cli import entry
+from monitor_tick.cli.app import app
 from tests.conftest import add
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
@@ -179,7 +179,7 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio(db_path: str) 
     )
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert done.returncode == 0 and done.stdout == ""
-    assert "monitor_tick.tick" in imported and "sqlite3" in imported  # the list is real
+    assert "monitor_tick.core.tick" in imported and "sqlite3" in imported  # the list is real
     heavy = {"typer", "click", "httpx", "httpcore", "asyncio", "aiohttp", "uvloop", "rich", "pydantic", "anyio"}
     assert not {name.split(".")[0] for name in imported} & heavy
     with sqlite3.connect(db_path) as check:

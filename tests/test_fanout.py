@@ -11,11 +11,12 @@ import pytest
 import respx
 from freezegun import freeze_time
 
-from monitor_tick import clock, store
-from monitor_tick.fanout import probe_all, slowest_first
-from monitor_tick.model import CheckResult, Monitor, ProbeResult
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.fanout import probe_all, slowest_first
+from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
+from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes import PROBES, ProbeContext
-from monitor_tick.tick import TickOptions, run_tick
 from tests.conftest import add
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z

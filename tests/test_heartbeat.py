@@ -16,11 +16,12 @@ import pytest
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from monitor_tick import clock, store
-from monitor_tick.cli import app
+from monitor_tick import store
+from monitor_tick.cli.app import app
+from monitor_tick.core import clock
+from monitor_tick.core.tick import TickOptions, TickReport, run_tick
 from monitor_tick.probes import PROBES
 from monitor_tick.probes.heartbeat import new_token
-from monitor_tick.tick import TickOptions, TickReport, run_tick
 from tests.conftest import add, rollup
 from tests.servers import refused_port
 

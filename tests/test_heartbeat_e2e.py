@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from monitor_tick import clock
+from monitor_tick.core import clock
 
 MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
 MINUTES_PER_DAY = 1_440

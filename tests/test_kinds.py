@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from monitor_tick import store
-from monitor_tick.cli import app
-from monitor_tick.model import OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, ProbeResult
+from monitor_tick.cli.app import app
+from monitor_tick.core.model import OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import (
     KIND_OF_SCHEME,
     KINDS,

@@ -6,7 +6,7 @@ import sqlite3
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from monitor_tick import metrics
+from monitor_tick.publish import metrics
 from tests.conftest import add
 from tests.history import NOW_MS, History, seed
 

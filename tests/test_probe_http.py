@@ -10,9 +10,9 @@ import httpx
 import pytest
 import respx
 
-from monitor_tick.clock import now_ms
-from monitor_tick.fanout import make_client
-from monitor_tick.model import Monitor, ProbeResult
+from monitor_tick.core.clock import now_ms
+from monitor_tick.core.fanout import make_client
+from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes.http import MAX_BODY_BYTES, probe_http
 
 

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from monitor_tick import store
-from monitor_tick.cli import app
-from monitor_tick.tick import TickOptions, TickReport, run_tick
+from monitor_tick.cli.app import app
+from monitor_tick.core.tick import TickOptions, TickReport, run_tick
 from tests.conftest import add, rollup
 from tests.servers import (
     LocalServer,

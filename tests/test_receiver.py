@@ -18,11 +18,12 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from monitor_tick import clock, store
-from monitor_tick.cli import app
+from monitor_tick import store
+from monitor_tick.cli.app import app
+from monitor_tick.core import clock
+from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.heartbeat import new_token
 from monitor_tick.receiver import MAX_REQUEST_BYTES, REFUSED
-from monitor_tick.tick import TickOptions, run_tick
 from tests.conftest import add
 
 MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"

@@ -7,7 +7,8 @@ import sqlite3
 
 import pytest
 
-from monitor_tick import clock, schedule, store
+from monitor_tick import store
+from monitor_tick.core import clock, schedule
 from tests.conftest import add
 
 DAY_MIN = 1_440

@@ -15,8 +15,8 @@ from freezegun import freeze_time
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
 
-from monitor_tick import clock
-from monitor_tick.cli import app
+from monitor_tick.cli.app import app
+from monitor_tick.core import clock
 from tests.conftest import add, rollup
 from tests.history import DAY, HOUR, NOW_MS, History, seed
 
@@ -93,7 +93,7 @@ def test_a_second_run_for_a_claimed_minute_writes_no_page(
 
 IMPORTS = """
 import sys
-from monitor_tick.cli import main
+from monitor_tick.cli.app import main
 sys.argv = ["monitor-tick", *sys.argv[1:]]
 try:
     main()
@@ -112,10 +112,14 @@ def test_an_idle_tick_imports_neither_the_page_nor_the_metrics_module(tmp_path: 
         return set(done.stdout.split())
 
     idle = modules()
-    assert "monitor_tick.cli_status" in idle  # the commands are registered ...
-    assert not idle & {"monitor_tick.statuspage", "monitor_tick.metrics", "monitor_tick.badges"}  # ... lightly
+    assert "monitor_tick.cli.status" in idle  # the commands are registered ...
+    assert not idle & {
+        "monitor_tick.publish.statuspage",
+        "monitor_tick.publish.metrics",
+        "monitor_tick.publish.badges",
+    }  # ... lightly
     flagged = modules("--force", "--status-page", str(tmp_path / "site"), "--metrics-file", str(tmp_path / "m.prom"))
-    assert {"monitor_tick.statuspage", "monitor_tick.metrics"} <= flagged
+    assert {"monitor_tick.publish.statuspage", "monitor_tick.publish.metrics"} <= flagged
     assert (tmp_path / "site" / "index.html").exists() and (tmp_path / "m.prom").exists()
 
 

@@ -13,10 +13,12 @@ import pytest
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from monitor_tick import badges, clock, statuspage, store
-from monitor_tick.atomic import write_text_atomic
-from monitor_tick.cli import app
-from monitor_tick.uptime import Totals, format_pct
+from monitor_tick import store
+from monitor_tick.cli.app import app
+from monitor_tick.core import clock
+from monitor_tick.publish import badges, statuspage
+from monitor_tick.publish.atomic import write_text_atomic
+from monitor_tick.publish.uptime import Totals, format_pct
 from tests.conftest import add
 from tests.history import DAY, HOSTILE_NAME, HOUR, MINUTE, NOW_MS, TODAY_MS, History, seed
 

@@ -23,8 +23,8 @@ import pytest
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
-from monitor_tick import clock
-from monitor_tick.cli import app
+from monitor_tick.cli.app import app
+from monitor_tick.core import clock
 from tests.history import DAY, HOSTILE_NAME, NOW_MS, TODAY_MS, History, seed
 from tests.servers import LocalServer, send_response
 

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor_tick import clock, store
-from monitor_tick.model import CheckResult
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.model import CheckResult
 from tests.conftest import add, rollup
 
 MINUTE = 29_934_720

@@ -11,10 +11,10 @@ import httpx
 import pytest
 import respx
 
-from monitor_tick.fanout import make_client
-from monitor_tick.model import Monitor, ProbeResult
+from monitor_tick.core.fanout import make_client
+from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes.http import probe_http
-from monitor_tick.transport import AiohttpTransport
+from monitor_tick.probes.transport import AiohttpTransport
 from tests.servers import (
     LocalServer,
     TLSPair,

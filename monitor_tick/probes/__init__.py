@@ -29,10 +29,10 @@ from dataclasses import fields, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from monitor_tick.model import COMMON_SETTINGS, OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, check_common
+from monitor_tick.core.model import COMMON_SETTINGS, OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, check_common
+from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import heartbeat, http, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
-from monitor_tick.redact import redact_url
 
 __all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
 

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick.model import Monitor, ProbeResult
+from monitor_tick.core.model import Monitor, ProbeResult
 
 if TYPE_CHECKING:
     import ssl

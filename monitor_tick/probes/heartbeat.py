@@ -17,8 +17,8 @@ import hashlib
 import secrets
 
 from monitor_tick import store
-from monitor_tick.clock import format_duration_s, ms_to_s, parse_duration_s, s_to_ms
-from monitor_tick.model import InvalidMonitor, Monitor, ProbeResult, check_seconds
+from monitor_tick.core.clock import format_duration_s, ms_to_s, parse_duration_s, s_to_ms
+from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult, check_seconds
 from monitor_tick.probes.base import Kind, ProbeContext
 
 NAME = "heartbeat"

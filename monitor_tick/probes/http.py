@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from monitor_tick.clock import elapsed_ms
-from monitor_tick.model import (
+from monitor_tick.core.clock import elapsed_ms
+from monitor_tick.core.model import (
     METHODS,
     InvalidMonitor,
     Monitor,

@@ -11,8 +11,8 @@ import time
 from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
-from monitor_tick.clock import MS_PER_S, elapsed_ms, s_to_ms
-from monitor_tick.model import InvalidMonitor, Monitor, check_seconds, expiry_text
+from monitor_tick.core.clock import MS_PER_S, elapsed_ms, s_to_ms
+from monitor_tick.core.model import InvalidMonitor, Monitor, check_seconds, expiry_text
 
 if TYPE_CHECKING:
     from monitor_tick.probes.guard import AddressGuard

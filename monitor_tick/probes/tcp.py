@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from monitor_tick.model import Monitor, ProbeResult
+from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import address, cause_of_os_error, check_address, connect, prefixed
 

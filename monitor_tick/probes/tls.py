@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import ssl
 
-from monitor_tick.clock import parse_duration_s
-from monitor_tick.model import Monitor, ProbeResult
+from monitor_tick.core.clock import parse_duration_s
+from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
     address,

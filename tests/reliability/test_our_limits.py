@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from monitor_tick.tick import TickOptions, run_tick
+from monitor_tick.core.tick import TickOptions, run_tick
 from tests.servers import LocalServer
 
 MINUTE = 29_934_720

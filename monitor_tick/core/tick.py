@@ -13,13 +13,14 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick import clock, schedule, store
-from monitor_tick.model import CheckResult, InvalidMonitor, Monitor, ProbeResult
+from monitor_tick import store
+from monitor_tick.core import clock, schedule
+from monitor_tick.core.model import CheckResult, InvalidMonitor, Monitor, ProbeResult
 
 if TYPE_CHECKING:
     import httpx
 
-    from monitor_tick import notify
+    from monitor_tick.alerts import notify
     from monitor_tick.probes.guard import AddressGuard
 
 DEFAULT_CONCURRENCY = 50
@@ -176,11 +177,11 @@ def run_tick(options: TickOptions) -> TickReport:
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
         network_lost = False
         if results:  # (alerts and notify are imported only when there is something to judge or send)
-            from monitor_tick import alerts
+            from monitor_tick.alerts import policy
 
-            network_lost = alerts.network_lost(results, _probe_canary(conn, results, options, now_ms))
+            network_lost = policy.network_lost(results, _probe_canary(conn, results, options, now_ms))
             if network_lost:
-                results = alerts.offline(results)
+                results = policy.offline(results)
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
         summary = store.write_results(
             conn, minutes, now_ms, results, finished_at_ms=now_ms + duration_ms, network_lost=network_lost
@@ -193,7 +194,7 @@ def run_tick(options: TickOptions) -> TickReport:
         # after the results are committed; nobody is told anything while our network is down
         delivery = None
         if not network_lost and store.has_delivery_work(conn, now_ms):
-            from monitor_tick import notify
+            from monitor_tick.alerts import notify
 
             delivery = notify.deliver_pending(conn, now_ms, send_timeout_s=options.notify_timeout_s)
     except store.sqlite3.Error as exc:
@@ -235,7 +236,7 @@ def _probe(
     only when something is due (an idle tick stays light)."""
     import asyncio
 
-    from monitor_tick.fanout import DaemonThreads, make_client, probe_all, slowest_first, ssl_context
+    from monitor_tick.core.fanout import DaemonThreads, make_client, probe_all, slowest_first, ssl_context
     from monitor_tick.probes import ProbeContext
 
     tls = ssl_context(options.verify)
@@ -263,9 +264,9 @@ def _probe_canary(
     conn: store.sqlite3.Connection, results: list[CheckResult], options: TickOptions, now_ms: int
 ) -> CheckResult | None:
     """Probe the network canary (a setting), only when some check failed at network level."""
-    from monitor_tick import alerts
+    from monitor_tick.alerts import policy
 
-    if not any(alerts.is_network_failure(r) for r in results):
+    if not any(policy.is_network_failure(r) for r in results):
         return None
     url = store.get_setting(conn, store.CANARY_SETTING)
     if url is None:

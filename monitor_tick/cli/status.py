@@ -1,7 +1,7 @@
 """Commands to look at results: `status-page` and `report`, and what the tick's --status-page
 and --metrics-file flags do once a tick has run.
 
-Imported at the end of cli.py. The page and metrics modules are imported only when used, so
+Imported at the end of cli/app.py. The page and metrics modules are imported only when used, so
 an idle tick without those flags stays light.
 """
 
@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from monitor_tick import clock, store
-from monitor_tick.cli import DbOption, JsonOption, app, db_path, duration_s, emit_json, fail, latest_results
-from monitor_tick.model import monitor_state
-from monitor_tick.redact import redact_text
-from monitor_tick.uptime import Totals, format_pct
+from monitor_tick import store
+from monitor_tick.cli.app import DbOption, JsonOption, app, db_path, duration_s, emit_json, fail, latest_results
+from monitor_tick.core import clock
+from monitor_tick.core.model import monitor_state
+from monitor_tick.core.redact import redact_text
+from monitor_tick.publish.uptime import Totals, format_pct
 
 if TYPE_CHECKING:
-    from monitor_tick.tick import TickReport
+    from monitor_tick.core.tick import TickReport
 
 TITLE_ENV = "MONITOR_TICK_STATUS_TITLE"
 
@@ -45,7 +46,7 @@ def status_page(
 ) -> None:
     """Write the static status page (index.html, no scripts, no external assets) and SVG badges
     into DIR; every file is replaced atomically. Example: monitor-tick status-page --out /var/www/status"""
-    from monitor_tick import statuspage
+    from monitor_tick.publish import statuspage
 
     try:
         statuspage.publish(db_path(ctx, db), out, clock.now_ms(), title or statuspage.DEFAULT_TITLE)
@@ -60,7 +61,7 @@ def after_tick(db: str, report: TickReport, status_dir: str | None, metrics_file
     reading). A failure is one line on stderr; the tick's results are recorded, so the exit code
     stays 0 (cron mails the line)."""
     if metrics_file:
-        from monitor_tick import metrics
+        from monitor_tick.publish import metrics
 
         s = report.summary
         facts = metrics.TickFacts(
@@ -78,7 +79,7 @@ def after_tick(db: str, report: TickReport, status_dir: str | None, metrics_file
         except OSError as exc:
             typer.echo(f"monitor-tick: metrics not written: {_io_error(exc)}", err=True)
     if status_dir:
-        from monitor_tick import statuspage
+        from monitor_tick.publish import statuspage
 
         try:
             statuspage.publish(db, status_dir, report.now_ms, os.environ.get(TITLE_ENV) or statuspage.DEFAULT_TITLE)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor_tick.clock import MS_PER_DAY
+from monitor_tick.core.clock import MS_PER_DAY
 
 # (label, length in ms) of the windows shown on the status page, shortest first
 WINDOWS: tuple[tuple[str, int], ...] = (

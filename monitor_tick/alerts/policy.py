@@ -10,9 +10,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from monitor_tick import clock
-from monitor_tick.model import CheckResult
-from monitor_tick.redact import redact_url
+from monitor_tick.core import clock
+from monitor_tick.core.model import CheckResult
+from monitor_tick.core.redact import redact_url
 
 # More than this many events of one kind for one channel in one delivery run: one summary.
 STORM_THRESHOLD = 5
@@ -33,7 +33,7 @@ TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN"}
 NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning"}
 
 if TYPE_CHECKING:
-    from monitor_tick.tick import TickReport
+    from monitor_tick.core.tick import TickReport
 
 
 # ---------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
-from monitor_tick.clock import date_from_ms, days_left, format_duration_s
+from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
 
 Status = Literal["up", "down", "unknown"]
 

@@ -9,14 +9,16 @@ from typing import Annotated
 
 import typer
 
-from monitor_tick import alerts, clock, notify, store
-from monitor_tick.cli import DbOption, JsonOption, _change, connect, db_path, emit_json, fail
-from monitor_tick.model import InvalidMonitor
-from monitor_tick.redact import redact_channel_url, redact_url
+from monitor_tick import store
+from monitor_tick.alerts import notify, policy
+from monitor_tick.cli.app import DbOption, JsonOption, _change, connect, db_path, emit_json, fail
+from monitor_tick.core import clock
+from monitor_tick.core.model import InvalidMonitor
+from monitor_tick.core.redact import redact_channel_url, redact_url
 
 OFFLINE_RULE = (
-    f"a tick counts as offline when at least {alerts.OFFLINE_MIN_CHECKS} checks ran and "
-    f"{alerts.OFFLINE_SHARE:.0%} of them never reached their host (dns, connect error; refused does not count)"
+    f"a tick counts as offline when at least {policy.OFFLINE_MIN_CHECKS} checks ran and "
+    f"{policy.OFFLINE_SHARE:.0%} of them never reached their host (dns, connect error; refused does not count)"
 )
 
 notify_app = typer.Typer(
@@ -29,7 +31,7 @@ notify_app = typer.Typer(
 )
 
 
-alert_warnings = alerts.tick_warnings  # the tick's own output uses it too (entry.py)
+alert_warnings = policy.tick_warnings  # the tick's own output uses it too (entry.py)
 
 
 @notify_app.command("add")
@@ -104,7 +106,7 @@ def notify_test(
     channels = _change(ctx, db, lambda conn: store.channel_urls(conn, channel))
     if not channels:
         fail("no channels; add one with: monitor-tick notify add APPRISE_URL")
-    results = notify.send_now(channels, alerts.trial_message(clock.now_ms()), timeout)
+    results = notify.send_now(channels, policy.trial_message(clock.now_ms()), timeout)
     for channel_id, url in channels:
         error = results[channel_id]
         typer.echo(

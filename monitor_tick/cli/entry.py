@@ -5,7 +5,7 @@ three times what a whole idle tick does. So a command line made only of the tick
 is parsed here, with the standard library, and run by `run_tick_command`, the same function the
 Typer app's root callback calls. Anything else -- a subcommand, --help, --status-page or
 --metrics-file, an option or value this parser does not accept exactly as Typer would -- goes to
-the Typer app in cli.py, which stays the source of truth for usage, help and usage errors.
+the Typer app in cli/app.py, which stays the source of truth for usage, help and usage errors.
 Nothing here imports httpx, asyncio or Typer.
 """
 
@@ -17,10 +17,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from monitor_tick import clock, store
-from monitor_tick.model import Monitor
-from monitor_tick.redact import redact_url
-from monitor_tick.tick import (
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.model import Monitor
+from monitor_tick.core.redact import redact_url
+from monitor_tick.core.tick import (
     DEFAULT_BUDGET_S,
     DEFAULT_CATCH_UP_MINUTES,
     DEFAULT_CONCURRENCY,
@@ -171,7 +172,7 @@ def run_tick_command(
     for monitor_id, cause in report.invalid:
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
     if report.network_lost or report.delivery is not None:
-        from monitor_tick.alerts import tick_warnings
+        from monitor_tick.alerts.policy import tick_warnings
 
         for warning in tick_warnings(report):
             _err(f"monitor-tick: {warning}")
@@ -192,7 +193,7 @@ def run_tick_command(
                     "recorded as missed"
                 )
     if report.claimed and (status_page or metrics_file):
-        from monitor_tick.cli_status import after_tick
+        from monitor_tick.cli.status import after_tick
 
         after_tick(path, report, status_page, metrics_file)
     return 0
@@ -248,7 +249,7 @@ def main(args: Sequence[str] | None = None) -> None:
     argv = sys.argv[1:] if args is None else list(args)
     options = parse_tick_args(argv, os.environ)
     if options is None:
-        from monitor_tick.cli import main as typer_main
+        from monitor_tick.cli.app import main as typer_main
 
         typer_main(argv)
         return

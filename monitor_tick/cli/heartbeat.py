@@ -9,8 +9,9 @@ from typing import Annotated
 
 import typer
 
-from monitor_tick import clock, store
-from monitor_tick.cli import DbOption, app, connect, db_path, fail
+from monitor_tick import store
+from monitor_tick.cli.app import DbOption, app, connect, db_path, fail
+from monitor_tick.core import clock
 
 
 @app.command()

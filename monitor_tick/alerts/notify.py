@@ -26,9 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from monitor_tick import alerts, clock, store
-from monitor_tick.redact import redact_channel_url, scrub
-from monitor_tick.tick import NOTIFY_SEND_TIMEOUT_S
+from monitor_tick import store
+from monitor_tick.alerts import policy
+from monitor_tick.core import clock
+from monitor_tick.core.redact import redact_channel_url, scrub
+from monitor_tick.core.tick import NOTIFY_SEND_TIMEOUT_S
 
 SEND_TIMEOUT_S = NOTIFY_SEND_TIMEOUT_S  # one message to one channel
 DELIVERY_BUDGET_S = 20.0  # all of a tick's sending
@@ -68,10 +70,10 @@ def deliver_pending(
     rows = store.claim_deliveries(conn, now_ms, token, now_ms + CLAIM_FOR_MS, MAX_CLAIMS)
     if not rows:
         return report
-    by_channel: dict[int, tuple[str, list[alerts.EventInfo]]] = {}
+    by_channel: dict[int, tuple[str, list[policy.EventInfo]]] = {}
     for row in rows:
         by_channel.setdefault(row["channel_id"], (row["channel_url"], []))[1].append(_event(row))
-    plans = {channel: (url, alerts.compose(events)) for channel, (url, events) in by_channel.items()}
+    plans = {channel: (url, policy.compose(events)) for channel, (url, events) in by_channel.items()}
     results = send_all(plans, send_timeout_s=send_timeout_s, budget_s=budget_s)
 
     row_of = {(row["channel_id"], row["event_id"]): row for row in rows}
@@ -89,13 +91,13 @@ def deliver_pending(
                 continue
             report.failed += 1
             attempts = 1 + max(r["attempts"] for r in covered)
-            if any(alerts.gives_up(r["created_at_ms"], now_ms) for r in covered):
+            if any(policy.gives_up(r["created_at_ms"], now_ms) for r in covered):
                 outcomes += [store.DeliveryOutcome(r["event_id"], channel, "failed", error) for r in covered]
                 report.warnings.append(
                     f"gave up notifying {redact_channel_url(url)} of {msg.title!r} after {attempts} attempts: {error}"
                 )
             else:
-                retry_at_ms = alerts.retry_at_ms(attempts, now_ms)
+                retry_at_ms = policy.retry_at_ms(attempts, now_ms)
                 outcomes += [
                     store.DeliveryOutcome(r["event_id"], channel, "retry", error, retry_at_ms) for r in covered
                 ]
@@ -103,8 +105,8 @@ def deliver_pending(
     return report
 
 
-def _event(row: dict[str, Any]) -> alerts.EventInfo:
-    return alerts.EventInfo(
+def _event(row: dict[str, Any]) -> policy.EventInfo:
+    return policy.EventInfo(
         event_id=row["event_id"],
         kind=row["kind"],
         created_at_ms=row["created_at_ms"],
@@ -121,7 +123,7 @@ _RELEASED: Any = object()  # not attempted in this run
 
 
 def send_all(
-    plans: dict[int, tuple[str, list[alerts.Message]]], *, send_timeout_s: float, budget_s: float
+    plans: dict[int, tuple[str, list[policy.Message]]], *, send_timeout_s: float, budget_s: float
 ) -> dict[tuple[int, int], str | None]:
     """Send each channel's messages in order, channels side by side. Returns (channel, event
     id) -> None (delivered) or an error, for every event of every message attempted; events
@@ -131,13 +133,13 @@ def send_all(
     lock = threading.Lock()
     closed = threading.Event()
     results: dict[tuple[int, int], str | None] = {}
-    in_flight: dict[int, alerts.Message] = {}
+    in_flight: dict[int, policy.Message] = {}
 
-    def record(channel: int, msg: alerts.Message, error: str | None) -> None:
+    def record(channel: int, msg: policy.Message, error: str | None) -> None:
         for event_id in msg.event_ids:
             results[(channel, event_id)] = error
 
-    def run_channel(channel: int, url: str, messages: list[alerts.Message]) -> None:
+    def run_channel(channel: int, url: str, messages: list[policy.Message]) -> None:
         for msg in messages:
             with lock:
                 if closed.is_set():
@@ -174,7 +176,7 @@ def send_all(
         return dict(results)
 
 
-def _send_into(outcome: list[str | None], url: str, message: alerts.Message) -> None:
+def _send_into(outcome: list[str | None], url: str, message: policy.Message) -> None:
     outcome.append(send(url, message))
 
 
@@ -182,7 +184,7 @@ def _send_into(outcome: list[str | None], url: str, message: alerts.Message) -> 
 # One message to one channel, through Apprise
 
 
-def send(url: str, message: alerts.Message) -> str | None:
+def send(url: str, message: policy.Message) -> str | None:
     """Send one message to one Apprise URL. Returns None when the service accepted it, else a
     short error (channel secrets removed). Never raises."""
     try:
@@ -249,11 +251,11 @@ def is_valid_url(url: str) -> bool:
 
 
 def send_now(
-    channels: Sequence[tuple[int, str]], message: alerts.Message, send_timeout_s: float
+    channels: Sequence[tuple[int, str]], message: policy.Message, send_timeout_s: float
 ) -> dict[int, str | None]:
     """Send one message to each channel now, under the same deadlines: channel id -> None
     (delivered) or an error."""
-    tagged = alerts.Message(message.title, message.body, message.notify_type, (0,))
+    tagged = policy.Message(message.title, message.body, message.notify_type, (0,))
     results = send_all(
         {channel: (url, [tagged]) for channel, url in channels}, send_timeout_s=send_timeout_s, budget_s=send_timeout_s
     )

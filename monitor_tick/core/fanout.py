@@ -20,9 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from monitor_tick.model import Monitor, ProbeResult
+from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext
-from monitor_tick.redact import redact_url
 
 if TYPE_CHECKING:
     from monitor_tick.probes.guard import AddressGuard
@@ -76,7 +76,7 @@ def make_client(
     concurrency), so no probe ever waits for a pool slot -- that would be our limit, not the
     site's outage. With `guard`, every connection (redirects included) is checked against it
     on the address actually connected to (through httpx's own transport); without it, the bytes
-    go through monitor_tick.transport (aiohttp) unless httpcore is mocked (respx)."""
+    go through monitor_tick.probes.transport (aiohttp) unless httpcore is mocked (respx)."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
     if transport is None and guard is not None:
         from monitor_tick.probes.guard import guarded_transport
@@ -85,7 +85,7 @@ def make_client(
     elif transport is None and not httpcore_is_mocked():
         # the bytes go through aiohttp: about 1.5x the checks per second of httpx's default
         # transport (bench/run.py, figure 2); respx's mock only sees httpx's own transport
-        from monitor_tick.transport import AiohttpTransport
+        from monitor_tick.probes.transport import AiohttpTransport
 
         transport = AiohttpTransport(ssl_context(verify))
     return httpx.AsyncClient(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor_tick.clock import MINUTES_PER_DAY, S_PER_MINUTE
+from monitor_tick.core.clock import MINUTES_PER_DAY, S_PER_MINUTE
 
 # Housekeeping (auto-pause, rollup retention) runs once a day in this minute of the UTC day:
 # 03:17, away from the :00 boundaries where aligned monitors pile up.

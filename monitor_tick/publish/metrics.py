@@ -12,10 +12,11 @@ import sqlite3
 from collections import Counter
 from dataclasses import dataclass
 
-from monitor_tick import clock, store
-from monitor_tick.atomic import write_text_atomic
-from monitor_tick.model import monitor_state
-from monitor_tick.redact import redact_text
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.model import monitor_state
+from monitor_tick.core.redact import redact_text
+from monitor_tick.publish.atomic import write_text_atomic
 
 MISSED_WINDOW_MS = clock.MS_PER_DAY
 STATES = ("up", "down", "new", "maintenance", "paused", "auto-paused")

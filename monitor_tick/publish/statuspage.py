@@ -18,11 +18,13 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from html import escape
 
-from monitor_tick import badges, clock, store
-from monitor_tick.atomic import write_text_atomic
-from monitor_tick.model import monitor_state
-from monitor_tick.redact import redact_text
-from monitor_tick.uptime import WINDOWS, Totals, format_latency_ms, format_pct
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.model import monitor_state
+from monitor_tick.core.redact import redact_text
+from monitor_tick.publish import badges
+from monitor_tick.publish.atomic import write_text_atomic
+from monitor_tick.publish.uptime import WINDOWS, Totals, format_latency_ms, format_pct
 
 BAR_DAYS = 90
 RECENT_INCIDENTS = 5

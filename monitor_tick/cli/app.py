@@ -11,8 +11,8 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from monitor_tick import clock, store
-from monitor_tick.entry import (
+from monitor_tick import store
+from monitor_tick.cli.entry import (
     DEFAULT_BUDGET,
     DEFAULT_BUSY_TIMEOUT,
     DEFAULT_DB,
@@ -23,15 +23,16 @@ from monitor_tick.entry import (
     emit_json,
     run_tick_command,
 )
-from monitor_tick.model import (
+from monitor_tick.core import clock
+from monitor_tick.core.model import (
     AlertSettings,
     InvalidMonitor,
     check_alert_settings,
     expiry_text,
     monitor_state,
 )
-from monitor_tick.redact import redact_text, redact_url
-from monitor_tick.tick import DEFAULT_CATCH_UP_MINUTES, DEFAULT_CONCURRENCY
+from monitor_tick.core.redact import redact_text, redact_url
+from monitor_tick.core.tick import DEFAULT_CATCH_UP_MINUTES, DEFAULT_CONCURRENCY
 
 app = typer.Typer(
     name="monitor-tick",
@@ -171,7 +172,7 @@ def tick(
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
         return
-    # the same function the console entry point's fast path runs (monitor_tick/entry.py)
+    # the same function the console entry point's fast path runs (monitor_tick/cli/entry.py)
     code = run_tick_command(
         db=db,
         minute=minute,
@@ -466,14 +467,14 @@ def maintenance_add(
     )
 
 
-from monitor_tick.cli_notify import notify_app  # noqa: E402 -- it builds on the helpers above
+from monitor_tick.cli.notify import notify_app  # noqa: E402 -- it builds on the helpers above
 
 app.add_typer(notify_app, name="notify")
-from monitor_tick import cli_heartbeat, cli_status  # noqa: E402,F401  (register ping, serve, status-page, report)
+from monitor_tick.cli import heartbeat, status  # noqa: E402,F401  (register ping, serve, status-page, report)
 
 
 def main(args: list[str] | None = None) -> None:
-    """The Typer app as a command (monitor_tick.entry.main, the console entry point, runs a plain
+    """The Typer app as a command (monitor_tick.cli.entry.main, the console entry point, runs a plain
     tick itself and hands every other command line to this). A failure of monitor-tick itself is
     one line on stderr and exit 1."""
     try:
