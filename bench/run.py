@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import bulk  # bench/bulk.py, beside this script
+
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import CheckResult
@@ -87,7 +89,7 @@ def monitor_row(
     enabled: bool = True,
     auto_paused: bool = False,
 ) -> tuple[object, ...]:
-    """A row for store.insert_monitors (its _MONITOR_COLUMNS order)."""
+    """A row for bulk.insert_monitors (its _BULK_MONITOR_COLUMNS order)."""
     return (
         monitor_id,
         owner_id,
@@ -110,7 +112,7 @@ def monitor_row(
 def db_with(name: str, rows: Sequence[tuple[object, ...]]) -> str:
     path = fresh_db(name)
     conn = store.open_db(path)
-    store.insert_monitors(conn, rows)
+    bulk.insert_monitors(conn, rows)
     conn.close()
     return path
 
@@ -331,7 +333,7 @@ def selection_db(count: int) -> str:
     pro = store.add_plan(conn, "pro", 60)
     base_ms = clock.minute_start_ms(MINUTE)
     owners = max(1, count // 20)
-    store.insert_owners(
+    bulk.insert_owners(
         conn,
         (
             (
@@ -344,7 +346,7 @@ def selection_db(count: int) -> str:
         ),
     )
     periods, shares = zip(*SELECT_MIX, strict=True)
-    store.insert_monitors(
+    bulk.insert_monitors(
         conn,
         (
             monitor_row(

@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.core.incidents import Open, Step, Transition, step
-from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckResult, Monitor
+from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckResult, Monitor, Pings
 
 SCHEMA_VERSION = 1
 _T = TypeVar("_T")
@@ -1213,18 +1213,8 @@ pings.last_ping_ms, pings.last_ping_failed, pings.last_duration_ms, pings.starte
 PING_SIGNALS = ("ok", "fail", "start")
 
 
-@dataclass(frozen=True)
-class Pings:
-    """A heartbeat monitor's last signals, as its probe reads them."""
-
-    created_at_ms: int
-    last_ping_ms: int | None
-    last_ping_failed: bool
-    last_duration_ms: int | None
-
-
 def heartbeat_pings(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, Pings]:
-    """The last signals of these monitors, in one query (the heartbeat kind's `load`)."""
+    """The last signals of these monitors, in one query (the tick hands them to the heartbeat probe)."""
     return {
         int(row[0]): Pings(int(row[1]), row[2], bool(row[3]), row[4])
         for row in conn.execute(
@@ -1277,7 +1267,7 @@ def record_ping(conn: sqlite3.Connection, monitor: int, signal: str, at_ms: int)
 
 
 # ---------------------------------------------------------------------------------------------
-# Performance: probe order from history; bulk loading (bench/)
+# Performance: probe order from history
 
 
 def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
@@ -1292,39 +1282,3 @@ def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict
         (json.dumps(list(monitor_ids)),),
     )
     return {int(monitor): (int(failures), latency) for monitor, failures, latency in rows}
-
-
-_BULK_MONITOR_COLUMNS = (
-    "id",
-    "owner_id",
-    "name",
-    "kind",
-    "url",
-    "interval_sec",
-    "aligned",
-    "method",
-    "expect_status",
-    "keyword",
-    "timeout_s",
-    "retries",
-    "enabled",
-    "auto_paused",
-    "created_at_ms",
-)
-
-
-def insert_monitors(conn: sqlite3.Connection, rows: Iterable[Sequence[Any]]) -> None:
-    """Insert many monitors in one transaction; each row holds the values of _BULK_MONITOR_COLUMNS
-    in that order. For loading large databases (bench/): no per-row checks beyond the schema's."""
-    placeholders = ", ".join("?" for _ in _BULK_MONITOR_COLUMNS)
-    with write_tx(conn):
-        conn.executemany(
-            f"INSERT INTO monitors ({', '.join(_BULK_MONITOR_COLUMNS)}) VALUES ({placeholders})",  # noqa: S608
-            rows,
-        )
-
-
-def insert_owners(conn: sqlite3.Connection, rows: Iterable[tuple[int, str, int, int | None]]) -> None:
-    """Insert many (id, name, plan_id, plan_expires_at_ms) owners in one transaction (bench/)."""
-    with write_tx(conn):
-        conn.executemany("INSERT INTO owners (id, name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?, ?)", rows)

@@ -4,6 +4,7 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from monitor_tick import store
@@ -42,6 +43,13 @@ def add(
     # tests name monitors after their whole URL (the CLI's default name hides query values)
     monitor = draft_monitor(name=name or url, url=url, interval_sec=every_s, aligned=aligned, given=options)
     return store.add_monitor(conn, monitor, owner, created_at_ms, token_sha256=token_sha256)
+
+
+def respx_transport() -> httpx.AsyncHTTPTransport:
+    """The transport a test that mocks HTTP with respx hands the tick (TickOptions.transport, or
+    the Typer app's obj): httpx's own, which respx's mock replaces. The tick's default, aiohttp's,
+    is never seen by respx."""
+    return httpx.AsyncHTTPTransport()
 
 
 def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:

@@ -1,8 +1,11 @@
-"""The console entry point's fast path: a plain tick without Typer, the same as through Typer."""
+"""The console entry point's fast path: a plain tick without Typer, the same as through Typer.
+
+Both parsers are made from one option table (cli/options.py); these tests hold that they read
+a table of command lines alike, that the fast path hands Typer everything else, and that a
+plain tick runs the same either way."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sqlite3
@@ -10,15 +13,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import httpx
 import pytest
 import respx
+import typer
 from freezegun import freeze_time
 from typer.testing import CliRunner
 
 from monitor_tick.cli import entry
 from monitor_tick.cli.app import app
-from tests.conftest import add
+from monitor_tick.cli.options import parse_tick_args
+from tests.conftest import add, respx_transport
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 NOW = "2026-12-01 00:00:20"
@@ -32,13 +38,13 @@ def _masked(text: str) -> str:
 
 def _fast(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as exited:
-        entry.main(args)
+        entry.main(args, transport=respx_transport())
     out = capsys.readouterr()
     return int(exited.value.code or 0), _masked(out.out), _masked(out.err)
 
 
 def _typer(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = runner.invoke(app, args, env=env)
+    result = runner.invoke(app, args, env=env, obj={"transport": respx_transport()})
     return result.exit_code, _masked(result.stdout), _masked(result.stderr)
 
 
@@ -56,21 +62,13 @@ def world(conn: sqlite3.Connection, db_path: str, tmp_path: Path) -> tuple[str, 
     return db_path, other
 
 
+# both paths run the same function on what they read; these show it end to end
 TICK_COMMAND_LINES = [
     [],
-    ["-v"],
     ["--verbose", "--json"],
-    ["--json"],
-    ["--dry-run"],
-    ["--dry-run", "--json"],
-    ["--minute", str(MINUTE + 2), "--dry-run"],
     ["--minute=" + str(MINUTE + 5), "--dry-run", "--json"],
-    ["--minute", str(MINUTE + 5), "-v"],
     ["--force", "-v"],
-    ["--concurrency", "3", "--retry-delay", "0", "--json"],
-    ["--concurrency=1000", "--retry-delay=1.5s", "-v"],
     ["--retry-delay", "soon"],
-    ["--retry-delay", "0s", "--dry-run", "--dry-run"],
 ]
 
 
@@ -81,7 +79,7 @@ def test_the_fast_path_and_typer_run_the_tick_alike(
 ) -> None:
     respx_mock.get("https://a.test/?token=x").mock(return_value=httpx.Response(503))
     fast_db, typer_db = world
-    assert entry.parse_tick_args(["--db", fast_db, *args], {}) is not None  # the fast path takes it
+    assert parse_tick_args(["--db", fast_db, *args], {}) is not None  # the fast path takes it
     with freeze_time(NOW, real_asyncio=True):
         fast = _fast(["--db", fast_db, *args], capsys)
         through_typer = _typer(["--db", typer_db, *args])
@@ -111,46 +109,84 @@ def test_a_rerun_and_an_unusable_database_read_the_same_through_either(
     )
 
 
-def test_the_database_comes_from_monitor_tick_db_unless_db_is_given(
+def typer_reads(args: list[str]) -> dict[str, object] | None:
+    """The tick's options as the Typer app's root callback would get them; None when Typer would
+    not run a plain tick (a usage error, --help, a subcommand)."""
+    root = typer.core.TyperCommand("monitor-tick", params=typer.main.get_command(app).params)  # no subcommands
+    try:
+        with root.make_context("monitor-tick", list(args)) as ctx:
+            return dict(ctx.params)
+    except (click.exceptions.Exit, click.UsageError):
+        return None
+
+
+# (command line, environment) the fast path takes, each read exactly as Typer reads it
+FAST_PATH = [
+    ([], {}),
+    (["--db", "x.db", "-v"], {}),
+    (["--verbose", "--json", "--dry-run", "--dry-run"], {}),
+    (["--minute", "0", "--force"], {}),
+    (["--minute=4223371679", "--concurrency=1000", "--catch-up", "0"], {}),
+    (["--concurrency", "1", "--catch-up=1440", "--retry-delay", "soon", "--budget", "5s"], {}),
+    (["--busy-timeout=1s", "--block-private", "--status-page", "site", "--metrics-file=m.prom"], {}),
+    (["--db="], {}),
+    (["--dry-run"], {"MONITOR_TICK_DB": "env.db"}),  # the database from the environment ...
+    (["--db", "given.db"], {"MONITOR_TICK_DB": "env.db"}),  # ... unless --db is given
+    ([], {"MONITOR_TICK_DB": ""}),
+]
+# command lines the fast path hands to Typer: usage errors, help, subcommands, and what it does
+# not read exactly as Typer would
+TO_TYPER = [
+    ["--help"],
+    ["list"],
+    ["--db", "x.db", "list"],
+    ["--concurrency", "0"],
+    ["--concurrency", "1001"],
+    ["--catch-up", "1441"],
+    ["--minute", "soon"],
+    ["--minute", "-5"],
+    ["--db"],
+    ["--db", "--json"],
+    ["--bogus"],
+    ["-vv"],
+    ["--json=yes"],
+    ["--", "list"],
+    ["--dry"],
+]
+
+
+@pytest.mark.parametrize(("args", "environ"), FAST_PATH, ids=lambda a: " ".join(a) if isinstance(a, list) else "")
+def test_the_fast_path_reads_a_command_line_as_typer_does(
+    args: list[str], environ: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    fast = parse_tick_args(args, environ)
+    assert fast is not None and fast == typer_reads(args)
+
+
+@pytest.mark.parametrize("args", TO_TYPER, ids=" ".join)
+def test_anything_but_the_ticks_own_options_goes_to_typer(args: list[str]) -> None:
+    assert parse_tick_args(args, {}) is None
+
+
+def test_boolean_environment_variables_go_to_typer() -> None:
+    assert parse_tick_args([], {"MONITOR_TICK_BLOCK_PRIVATE": "1"}) is None
+
+
+def test_the_database_comes_from_monitor_tick_db_through_either(
     world: tuple[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     fast_db, typer_db = world
     monkeypatch.setenv("MONITOR_TICK_DB", fast_db)
-    assert entry.parse_tick_args(["--dry-run"], os.environ)["db"] == fast_db  # type: ignore[index]
-    assert entry.parse_tick_args(["--db", typer_db], os.environ)["db"] == typer_db  # type: ignore[index]
-    assert entry.parse_tick_args([], {"MONITOR_TICK_DB": ""})["db"] is None  # type: ignore[index]
     args = ["--minute", str(MINUTE), "--dry-run", "--json"]
     fast = _fast(args, capsys)
     assert fast == _typer(args, env={"MONITOR_TICK_DB": typer_db})
     assert '"name":"a"' in fast[1]
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["--help"],
-        ["list"],
-        ["--db", "x.db", "list"],
-        ["--concurrency", "0"],
-        ["--concurrency", "1001"],
-        ["--minute", "soon"],
-        ["--minute", "-5"],
-        ["--db"],
-        ["--db", "--json"],
-        ["--bogus"],
-        ["-vv"],
-        ["--json=yes"],
-        ["--", "list"],
-        ["--dry"],
-    ],
-    ids=" ".join,
-)
-def test_anything_but_the_ticks_own_options_goes_to_typer(args: list[str]) -> None:
-    assert entry.parse_tick_args(args, {}) is None
-
-
 def test_shell_completion_goes_to_typer() -> None:
-    assert entry.parse_tick_args([], {"_MONITOR_TICK_COMPLETE": "bash_source"}) is None
+    assert parse_tick_args([], {"_MONITOR_TICK_COMPLETE": "bash_source"}) is None
 
 
 @pytest.mark.parametrize("args", [["--help"], ["--concurrency", "0"], ["--minute", "soon"], ["--bogus"]], ids=" ".join)

@@ -17,7 +17,7 @@ from monitor_tick.core.fanout import probe_all, slowest_first
 from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
 from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes import PROBES, ProbeContext
-from tests.conftest import add
+from tests.conftest import add, respx_transport
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 
@@ -118,5 +118,5 @@ def test_a_tick_probes_last_hours_slowest_monitor_first(
     respx_mock.get("http://fast.test/").mock(side_effect=answer)
     respx_mock.get("http://slow.test/").mock(side_effect=answer)
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
-        run_tick(TickOptions(db_path=db_path, retry_delay_s=0, concurrency=1))
+        run_tick(TickOptions(db_path=db_path, retry_delay_s=0, concurrency=1, transport=respx_transport()))
     assert seen == ["slow.test", "fast.test"]

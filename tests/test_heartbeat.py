@@ -8,7 +8,6 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +17,8 @@ from typer.testing import CliRunner
 
 from monitor_tick import store
 from monitor_tick.cli.app import app
-from monitor_tick.core import clock
+from monitor_tick.core import clock, tick
 from monitor_tick.core.tick import TickOptions, TickReport, run_tick
-from monitor_tick.probes import PROBES
 from monitor_tick.probes.heartbeat import new_token
 from tests.conftest import add, rollup
 from tests.servers import refused_port
@@ -136,8 +134,7 @@ def test_the_tick_reads_pings_in_one_query_only_when_heartbeats_are_due_and_neve
     add(conn, f"tcp://127.0.0.1:{refused_port()}", name="port", retries=0)  # due every minute
     ping(db_path, T0 - HOUR_MS, name="first")
     loads: list[tuple[list[int], list[str]]] = []
-    real_load = PROBES["heartbeat"].load
-    assert real_load is not None
+    real_load = tick.KIND_READS["heartbeat"]
 
     def counting_load(c: sqlite3.Connection, ids: Sequence[int]) -> Mapping[int, Any]:
         statements: list[str] = []
@@ -148,7 +145,7 @@ def test_the_tick_reads_pings_in_one_query_only_when_heartbeats_are_due_and_neve
             c.set_trace_callback(None)
             loads.append((sorted(ids), statements))
 
-    monkeypatch.setitem(PROBES, "heartbeat", replace(PROBES["heartbeat"], load=counting_load))
+    monkeypatch.setitem(tick.KIND_READS, "heartbeat", counting_load)
     before = conn.execute("SELECT * FROM pings ORDER BY monitor_id").fetchall()
 
     tick_at(db_path, T0)  # both heartbeats due (00:00 UTC), and the port

@@ -14,6 +14,7 @@ from monitor_tick.core.clock import now_ms
 from monitor_tick.core.fanout import make_client
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes.http import MAX_BODY_BYTES, probe_http
+from tests.conftest import respx_transport
 
 
 def monitor(url: str = "http://site.test/", **settings: object) -> Monitor:
@@ -22,7 +23,7 @@ def monitor(url: str = "http://site.test/", **settings: object) -> Monitor:
 
 def probe(m: Monitor) -> ProbeResult:
     async def main() -> ProbeResult:
-        async with make_client(10) as client:
+        async with make_client(10, respx_transport()) as client:
             return await probe_http(m, client, now_ms())
 
     return asyncio.run(main())

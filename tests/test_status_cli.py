@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
-from tests.conftest import add, rollup
+from tests.conftest import add, respx_transport, rollup
 from tests.history import DAY, HOUR, NOW_MS, History, seed
 
 runner = CliRunner()
@@ -45,13 +45,13 @@ def test_the_tick_flags_rewrite_the_page_and_the_metrics_after_each_tick(
     prom.parent.mkdir()
     args = ["--db", db_path, "--retry-delay", "0", "--status-page", str(site), "--metrics-file", str(prom)]
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
-        first = runner.invoke(app, args)
+        first = runner.invoke(app, args, obj={"transport": respx_transport()})
     assert first.exit_code == 0 and first.stdout == "" and first.stderr == ""
     assert gauges(prom.read_text())["monitor_tick_up{2}"] == 1
     assert 'data-state="up"' in (site / "index.html").read_text()
 
     with freeze_time("2026-12-01 00:01:05", real_asyncio=True):
-        second = runner.invoke(app, args)
+        second = runner.invoke(app, args, obj={"transport": respx_transport()})
     assert second.exit_code == 0 and second.stdout == "" and second.stderr == ""
     found = gauges(prom.read_text())
     assert found["monitor_tick_up{1}"] == 1 and found["monitor_tick_up{2}"] == 0
@@ -74,7 +74,9 @@ def test_a_page_that_cannot_be_written_is_one_line_on_stderr_and_the_tick_still_
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
-        result = runner.invoke(app, ["--db", db_path, "--status-page", str(blocker / "site")])
+        result = runner.invoke(
+            app, ["--db", db_path, "--status-page", str(blocker / "site")], obj={"transport": respx_transport()}
+        )
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr.startswith("monitor-tick: status page not written: ") and result.stderr.count("\n") == 1
     assert rollup(conn, monitor) == (1, 0)
@@ -86,7 +88,7 @@ def test_a_second_run_for_a_claimed_minute_writes_no_page(
     add(conn, "http://a.test/")
     respx_mock.get("http://a.test/").mock(return_value=httpx.Response(200))
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
-        assert runner.invoke(app, ["--db", db_path]).exit_code == 0
+        assert runner.invoke(app, ["--db", db_path], obj={"transport": respx_transport()}).exit_code == 0
         again = runner.invoke(app, ["--db", db_path, "--status-page", str(tmp_path / "site")])
     assert again.exit_code == 0 and not (tmp_path / "site").exists()
 

@@ -18,14 +18,14 @@ from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes import PROBES, ProbeContext
-from tests.conftest import add, rollup
+from tests.conftest import add, respx_transport, rollup
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 NOON = "2026-12-01 00:00:20"  # 20 seconds into MINUTE
 
 
 def options(db_path: str, **overrides: object) -> TickOptions:
-    return TickOptions(db_path=db_path, retry_delay_s=0, **overrides)  # type: ignore[arg-type]
+    return TickOptions(db_path=db_path, retry_delay_s=0, transport=respx_transport(), **overrides)  # type: ignore[arg-type]
 
 
 @pytest.mark.respx(assert_all_called=False)
@@ -182,7 +182,7 @@ def test_a_healthy_tick_prints_nothing_and_exits_0(
     add(conn, "http://a.test/")
     respx_mock.get("http://a.test/").mock(return_value=httpx.Response(200))
     with freeze_time(NOON, real_asyncio=True):
-        result = runner.invoke(app, ["--db", db_path])
+        result = runner.invoke(app, ["--db", db_path], obj={"transport": respx_transport()})
     assert result.exit_code == 0, result.output
     assert result.stdout == "" and result.stderr == ""
 
@@ -193,7 +193,7 @@ def test_a_tick_with_down_monitors_still_exits_0_and_json_reports_them(
     add(conn, "http://a.test/", retries=0)
     respx_mock.get("http://a.test/").mock(return_value=httpx.Response(502))
     with freeze_time(NOON, real_asyncio=True):
-        result = runner.invoke(app, ["--db", db_path, "--json"])
+        result = runner.invoke(app, ["--db", db_path, "--json"], obj={"transport": respx_transport()})
     assert result.exit_code == 0
     data = json.loads(result.stdout)
     assert {k: data[k] for k in ("minute", "due", "up", "down", "opened", "resolved")} == {

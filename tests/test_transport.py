@@ -15,6 +15,7 @@ from monitor_tick.core.fanout import make_client
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes.http import probe_http
 from monitor_tick.probes.transport import AiohttpTransport
+from tests.conftest import respx_transport
 from tests.servers import (
     LocalServer,
     TLSPair,
@@ -118,7 +119,7 @@ def test_the_fast_transport_sends_httpxs_headers_and_percent_encoded_path(server
     url = server.url("/ok/a%2Fb?q=1%202")
 
     async def main() -> None:
-        async with make_client(10) as client:  # no transport injected, httpcore not mocked: the fast one
+        async with make_client(10) as client:  # no transport handed in: the fast one
             assert isinstance(client._transport, AiohttpTransport)
             await probe_http(monitor(url), client, 0)
 
@@ -129,13 +130,13 @@ def test_the_fast_transport_sends_httpxs_headers_and_percent_encoded_path(server
     assert request.headers["host"] == f"127.0.0.1:{server.port}"
 
 
-def test_under_respx_the_client_uses_httpxs_default_transport_so_the_mock_sees_requests(
+def test_a_transport_handed_in_is_the_one_used_so_respxs_mock_sees_requests(
     respx_mock: respx.MockRouter,
 ) -> None:
     route = respx_mock.get("http://site.test/").mock(return_value=httpx.Response(200))
 
     async def main() -> ProbeResult:
-        async with make_client(10) as client:
+        async with make_client(10, respx_transport()) as client:
             assert not isinstance(client._transport, AiohttpTransport)
             return await probe_http(monitor("http://site.test/"), client, 0)
 

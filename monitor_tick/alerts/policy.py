@@ -1,14 +1,13 @@
 """Alert policy, as pure functions: what a message says, when many become one summary, when a
 failed delivery is tried again or given up, and when a tick's failures are our own network's.
 
-Sending lives in notify.py; state lives in store.py ("Alerts" section).
+Sending lives in alerts/notify.py; state lives in store.py ("Alerts" section).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from monitor_tick.core import clock
 from monitor_tick.core.model import CheckResult
@@ -31,10 +30,6 @@ OFFLINE_SHARE = 0.9
 TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN"}
 # Apprise's notify types: they pick colours and icons on services that have them
 NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning"}
-
-if TYPE_CHECKING:
-    from monitor_tick.core.tick import TickReport
-
 
 # ---------------------------------------------------------------------------------------------
 # Messages
@@ -192,17 +187,3 @@ def offline(results: Sequence[CheckResult]) -> list[CheckResult]:
 def is_offline(result: CheckResult) -> bool:
     """A check set aside by `offline`."""
     return result.status == "unknown" and (result.cause or "").startswith(OFFLINE_CAUSE)
-
-
-def tick_warnings(report: TickReport) -> list[str]:
-    """The tick's alert problems, one line each: our network was lost; deliveries given up."""
-    lines = []
-    if report.network_lost and report.summary is not None:
-        lines.append(
-            f"network looks down from here: {sum(is_offline(r) for r in report.results)} of "
-            f"{len(report.results)} checks failed "
-            "to reach their host (dns, connect error); counted as unknown, no incidents opened, nobody notified"
-        )
-    if report.delivery is not None:
-        lines += report.delivery.warnings
-    return lines

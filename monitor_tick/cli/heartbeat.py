@@ -10,8 +10,11 @@ from typing import Annotated
 import typer
 
 from monitor_tick import store
-from monitor_tick.cli.app import DbOption, app, connect, db_path, fail
+from monitor_tick.cli import deferred
+from monitor_tick.cli.common import DbOption, connect, db_path, fail
 from monitor_tick.core import clock
+
+app = typer.Typer()  # merged into the root app (cli/app.py)
 
 
 @app.command()
@@ -55,8 +58,7 @@ def serve(
     """Receive heartbeat pings over HTTP until stopped (Ctrl-C or SIGTERM): jobs elsewhere run
     curl -fsS http://HOST:PORT/ping/TOKEN (or .../TOKEN/fail, .../TOKEN/start). Prints the address
     it listens on; unknown tokens get the same 404 as any other bad request."""
-    from monitor_tick.receiver import serve as serve_forever
-
+    serve_forever = deferred.receiver().serve
     conn = connect(db_path(ctx, db))
 
     def ready(bound_host: str, bound_port: int) -> None:

@@ -11,7 +11,9 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.alerts import notify, policy
-from monitor_tick.cli.app import DbOption, JsonOption, _change, connect, db_path, emit_json, fail
+from monitor_tick.cli import deferred
+from monitor_tick.cli.common import DbOption, JsonOption, change, connect, db_path, fail
+from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
 from monitor_tick.core.model import InvalidMonitor
 from monitor_tick.core.redact import redact_channel_url, redact_url
@@ -31,9 +33,6 @@ notify_app = typer.Typer(
 )
 
 
-alert_warnings = policy.tick_warnings  # the tick's own output uses it too (entry.py)
-
-
 @notify_app.command("add")
 def notify_add(
     ctx: typer.Context,
@@ -48,7 +47,7 @@ def notify_add(
     if not notify.is_valid_url(url):
         fail(f"not an Apprise URL this installation can use: {redact_channel_url(url)}", 2)
     now_ms = clock.now_ms()
-    channel = _change(
+    channel = change(
         ctx, db, lambda conn: store.add_channel(conn, url, monitor_ref=monitor, owner_name=owner, created_at_ms=now_ms)
     )
     typer.echo(str(channel))
@@ -90,7 +89,7 @@ def notify_remove(
     db: DbOption = None,
 ) -> None:
     """Remove a channel; its undelivered notifications are dropped."""
-    _change(ctx, db, lambda conn: store.remove_channel(conn, channel))
+    change(ctx, db, lambda conn: store.remove_channel(conn, channel))
 
 
 @notify_app.command("test")
@@ -103,7 +102,7 @@ def notify_test(
     db: DbOption = None,
 ) -> None:
     """Send a test message now and say, per channel, whether it was delivered (exit 1 if not)."""
-    channels = _change(ctx, db, lambda conn: store.channel_urls(conn, channel))
+    channels = change(ctx, db, lambda conn: store.channel_urls(conn, channel))
     if not channels:
         fail("no channels; add one with: monitor-tick notify add APPRISE_URL")
     results = notify.send_now(channels, policy.trial_message(clock.now_ms()), timeout)
@@ -133,10 +132,8 @@ def notify_canary(
     if url is not None and off:
         fail("give a URL or --off, not both", 2)
     if url is not None:
-        from monitor_tick.probes import kind_of_url  # imports httpx: only for this command
-
         try:
-            if kind_of_url(url) != "http":
+            if deferred.probes().kind_of_url(url) != "http":
                 raise InvalidMonitor("the canary must be an http(s):// URL")
         except InvalidMonitor as exc:
             fail(f"canary: {exc}", 2)

@@ -1,32 +1,24 @@
-"""Commands to look at results: `status-page` and `report`, and what the tick's --status-page
-and --metrics-file flags do once a tick has run.
-
-Imported at the end of cli/app.py. The page and metrics modules are imported only when used, so
-an idle tick without those flags stays light.
-"""
+"""Commands to look at results: `status-page` and `report`. The page module is imported only
+when used (cli/deferred.py), so other command lines stay light; what the tick's --status-page
+and --metrics-file write is publish/tick_outputs.py."""
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
 from monitor_tick import store
-from monitor_tick.cli.app import DbOption, JsonOption, app, db_path, duration_s, emit_json, fail, latest_results
+from monitor_tick.cli import deferred
+from monitor_tick.cli.common import DbOption, JsonOption, db_path, duration_s, fail, latest_results
+from monitor_tick.cli.options import STATUS_TITLE_ENVVAR
+from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
-from monitor_tick.core.model import monitor_state
 from monitor_tick.core.redact import redact_text
+from monitor_tick.publish.atomic import describe_os_error
 from monitor_tick.publish.uptime import Totals, format_pct
 
-if TYPE_CHECKING:
-    from monitor_tick.core.tick import TickReport
-
-TITLE_ENV = "MONITOR_TICK_STATUS_TITLE"
-
-
-def _io_error(exc: OSError) -> str:
-    return f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)
+app = typer.Typer()  # merged into the root app (cli/app.py)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -40,53 +32,19 @@ def status_page(
         str, typer.Option("--out", metavar="DIR", help="Directory to write index.html and badges/ into (created).")
     ],
     title: Annotated[
-        str | None, typer.Option(envvar=TITLE_ENV, show_envvar=True, help="The page's title. Default: Status")
+        str | None, typer.Option(envvar=STATUS_TITLE_ENVVAR, show_envvar=True, help="The page's title. Default: Status")
     ] = None,
     db: DbOption = None,
 ) -> None:
     """Write the static status page (index.html, no scripts, no external assets) and SVG badges
     into DIR; every file is replaced atomically. Example: monitor-tick status-page --out /var/www/status"""
-    from monitor_tick.publish import statuspage
-
+    statuspage = deferred.statuspage()
     try:
         statuspage.publish(db_path(ctx, db), out, clock.now_ms(), title or statuspage.DEFAULT_TITLE)
     except store.StoreError as exc:
         fail(str(exc))
     except OSError as exc:
-        fail(f"status page not written: {_io_error(exc)}")
-
-
-def after_tick(db: str, report: TickReport, status_dir: str | None, metrics_file: str | None) -> None:
-    """The tick's --metrics-file and --status-page, after a tick that ran (as of its clock
-    reading). A failure is one line on stderr; the tick's results are recorded, so the exit code
-    stays 0 (cron mails the line)."""
-    if metrics_file:
-        from monitor_tick.publish import metrics
-
-        s = report.summary
-        facts = metrics.TickFacts(
-            now_ms=report.now_ms,
-            due=len(report.due) + len(report.invalid),
-            up=s.up if s else 0,
-            down=s.down if s else 0,
-            unknown=s.unknown if s else 0,
-            duration_ms=report.duration_ms,
-        )
-        try:
-            metrics.write(db, metrics_file, facts)
-        except store.StoreError as exc:
-            typer.echo(f"monitor-tick: metrics not written: {exc}", err=True)
-        except OSError as exc:
-            typer.echo(f"monitor-tick: metrics not written: {_io_error(exc)}", err=True)
-    if status_dir:
-        from monitor_tick.publish import statuspage
-
-        try:
-            statuspage.publish(db, status_dir, report.now_ms, os.environ.get(TITLE_ENV) or statuspage.DEFAULT_TITLE)
-        except store.StoreError as exc:
-            typer.echo(f"monitor-tick: status page not written: {exc}", err=True)
-        except OSError as exc:
-            typer.echo(f"monitor-tick: status page not written: {_io_error(exc)}", err=True)
+        fail(f"status page not written: {describe_os_error(exc)}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -129,7 +87,7 @@ def report(
                 "id": row["id"],
                 "name": redact_text(row["name"]),
                 "kind": row["kind"],
-                "state": monitor_state(row),
+                "state": deferred.probes().monitor_state(row),
                 "checks": totals.checks,
                 "failures": totals.failures,
                 "uptime_pct": None if not checks else round(100 * (checks - totals.failures) / checks, 3),

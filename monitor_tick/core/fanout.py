@@ -16,16 +16,15 @@ import ssl
 import sys
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext
-
-if TYPE_CHECKING:
-    from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.probes.guard import AddressGuard, guarded_transport
+from monitor_tick.probes.transport import AiohttpTransport
 
 USER_AGENT = "monitor-tick (uptime check)"
 MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starting
@@ -76,17 +75,13 @@ def make_client(
     concurrency), so no probe ever waits for a pool slot -- that would be our limit, not the
     site's outage. With `guard`, every connection (redirects included) is checked against it
     on the address actually connected to (through httpx's own transport); without it, the bytes
-    go through monitor_tick.probes.transport (aiohttp) unless httpcore is mocked (respx)."""
+    go through probes/transport.py (aiohttp). `transport`, when given, is used as it is (tests
+    hand in httpx.MockTransport, or httpx's own transport for respx to see)."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
     if transport is None and guard is not None:
-        from monitor_tick.probes.guard import guarded_transport
-
         transport = guarded_transport(guard, verify=verify, limits=limits)
-    elif transport is None and not httpcore_is_mocked():
-        # the bytes go through aiohttp: about 1.5x the checks per second of httpx's default
-        # transport (bench/run.py, figure 2); respx's mock only sees httpx's own transport
-        from monitor_tick.probes.transport import AiohttpTransport
-
+    elif transport is None:
+        # about 1.5x the checks per second of httpx's default transport (bench/run.py, figure 2)
         transport = AiohttpTransport(ssl_context(verify))
     return httpx.AsyncClient(
         transport=transport,
@@ -115,14 +110,6 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
             await asyncio.sleep(retry_delay_s)
         result = await probe(dataclasses.replace(monitor, timeout_s=left_s), ctx)
     return result
-
-
-def httpcore_is_mocked() -> bool:
-    """True while a test double (respx's default mocker) has replaced httpcore's pool."""
-    import httpcore
-
-    send = httpcore.AsyncConnectionPool.handle_async_request
-    return not str(getattr(send, "__module__", "")).startswith("httpcore.")
 
 
 async def probe_all(

@@ -9,7 +9,7 @@ row raises InvalidMonitor with a short cause.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Literal
 
 from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
 
@@ -89,6 +89,16 @@ class CheckResult:
     @classmethod
     def of(cls, monitor_id: int, probe: ProbeResult) -> CheckResult:
         return cls(monitor_id, probe.status, probe.latency_ms, probe.http_status, probe.cause, probe.cert_expires_at_ms)
+
+
+@dataclass(frozen=True)
+class Pings:
+    """A heartbeat monitor's last signals, as its probe reads them (store.heartbeat_pings)."""
+
+    created_at_ms: int
+    last_ping_ms: int | None
+    last_ping_failed: bool
+    last_duration_ms: int | None
 
 
 def expiry_text(expires_at_ms: int, now_ms: int) -> str:
@@ -185,26 +195,3 @@ def check_alert_settings(settings: AlertSettings) -> AlertSettings:
     if remind is not None and bad_remind:
         raise InvalidMonitor(f"reminders must be at least {MIN_REMIND_EVERY_SEC}s apart (got {remind!r}s)")
     return settings
-
-
-def monitor_state(row: dict[str, Any]) -> str:
-    """A monitor's state from its settings and current-state columns (enabled, auto_paused,
-    in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used), paused,
-    auto-paused, maintenance, down, new (never checked) or up."""
-    from monitor_tick.probes import monitor_from_row  # the kinds' checks (imports httpx)
-
-    try:
-        monitor_from_row({**row, "effective_interval_sec": 0})
-    except (InvalidMonitor, TypeError, ValueError, KeyError):
-        return "invalid"
-    if not row["enabled"]:
-        return "paused"
-    if row["auto_paused"]:
-        return "auto-paused"
-    if row["in_maintenance"]:
-        return "maintenance"
-    if row["down_since_ms"] is not None:
-        return "down"
-    if row["last_check_ms"] is None:
-        return "new"
-    return "up"

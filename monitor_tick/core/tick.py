@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick import store
@@ -29,7 +31,6 @@ DEFAULT_CATCH_UP_MINUTES = 15
 # Probing stops here. With the network canary (5 s at most) and sending notifications (20 s at
 # most) a tick ends inside its minute.
 DEFAULT_BUDGET_S = 30.0
-NOTIFY_SEND_TIMEOUT_S = 10.0  # one notification to one channel (notify.py)
 
 
 @dataclass
@@ -37,7 +38,6 @@ class TickOptions:
     db_path: str
     minute: int | None = None  # None: the live clock; else replay this minute (never catches up)
     force: bool = False
-    dry_run: bool = False
     concurrency: int = DEFAULT_CONCURRENCY
     retry_delay_s: float = DEFAULT_RETRY_DELAY_S
     catch_up_minutes: int = DEFAULT_CATCH_UP_MINUTES
@@ -47,9 +47,10 @@ class TickOptions:
     busy_timeout_s: float = store.DEFAULT_BUSY_TIMEOUT_S
     # refuse probes to private, loopback, link-local and metadata addresses (shared installs)
     guard: AddressGuard | None = None
-    notify_timeout_s: float = NOTIFY_SEND_TIMEOUT_S  # one notification to one channel
-    # for tests and embedding: an httpx transport, and TLS verification for https:// and tls://
-    # (an ssl.SSLContext, True for the default CA bundle, or a CA file)
+    notify_timeout_s: float | None = None  # one notification to one channel; None: alerts.notify's
+    # for tests and embedding: the httpx transport every probe goes through (None: aiohttp's, or
+    # httpx's own under --block-private; see fanout.make_client), and TLS verification for
+    # https:// and tls:// (an ssl.SSLContext, True for the default CA bundle, or a CA file)
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True
 
@@ -125,11 +126,9 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
     bad: list[tuple[int, str]] = []
     if not rows:
         return good, bad
-    from monitor_tick.probes import monitor_from_row  # imports httpx: only when something is due
-
     for row in rows:
         try:
-            good.append(monitor_from_row(row))
+            good.append(_probes().monitor_from_row(row))
         except (InvalidMonitor, TypeError, ValueError, KeyError) as exc:
             bad.append((int(row["id"]), f"invalid monitor: {exc}"))
     return good, bad
@@ -173,12 +172,11 @@ def run_tick(options: TickOptions) -> TickReport:
         minutes = [minute, *claim.covered]
         good, bad = split_rows(select_due_rows(conn, minutes, now_ms))
         recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
-        probes = _probe(good, options, now_ms, _load(conn, good), recent) if good else []
+        probes = _probe(good, options, now_ms, read_for_kinds(conn, good), recent) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
         network_lost = False
-        if results:  # (alerts and notify are imported only when there is something to judge or send)
-            from monitor_tick.alerts import policy
-
+        if results:
+            policy = _alert_policy()
             network_lost = policy.network_lost(results, _probe_canary(conn, results, options, now_ms))
             if network_lost:
                 results = policy.offline(results)
@@ -194,9 +192,9 @@ def run_tick(options: TickOptions) -> TickReport:
         # after the results are committed; nobody is told anything while our network is down
         delivery = None
         if not network_lost and store.has_delivery_work(conn, now_ms):
-            from monitor_tick.alerts import notify
-
-            delivery = notify.deliver_pending(conn, now_ms, send_timeout_s=options.notify_timeout_s)
+            notify = _alert_sending()
+            timeout_s = notify.SEND_TIMEOUT_S if options.notify_timeout_s is None else options.notify_timeout_s
+            delivery = notify.deliver_pending(conn, now_ms, send_timeout_s=timeout_s)
     except store.sqlite3.Error as exc:
         raise store.StoreError(store.describe_error(exc, options.db_path)) from None
     finally:
@@ -218,11 +216,19 @@ def run_tick(options: TickOptions) -> TickReport:
     )
 
 
-def _load(conn: store.sqlite3.Connection, monitors: list[Monitor]) -> dict[str, Any]:
-    """What the due monitors' kinds read from the database before probing (heartbeats' pings)."""
-    from monitor_tick.probes import load
+# What a kind with results of its own reads for its due monitors before probing, in one query
+# (id -> value), handed to its probe in ProbeContext.loaded[kind]: probes never touch the store.
+KIND_READS: dict[str, Callable[[store.sqlite3.Connection, Sequence[int]], Mapping[int, Any]]] = {
+    "heartbeat": store.heartbeat_pings,
+}
 
-    return load(conn, monitors)
+
+def read_for_kinds(conn: store.sqlite3.Connection, monitors: Sequence[Monitor]) -> dict[str, Mapping[int, Any]]:
+    """KIND_READS for the kinds that are due (nothing when none is)."""
+    loaded: dict[str, Mapping[int, Any]] = {}
+    for kind in sorted({monitor.kind for monitor in monitors} & KIND_READS.keys()):
+        loaded[kind] = KIND_READS[kind](conn, [monitor.id for monitor in monitors if monitor.kind == kind])
+    return loaded
 
 
 def _probe(
@@ -232,27 +238,22 @@ def _probe(
     loaded: dict[str, Any],
     recent: dict[int, tuple[int, int | None]] | None = None,
 ) -> list[ProbeResult]:
-    """Probe on an event loop, slowest expected first (`recent`: store.recent_rollups); imported
-    only when something is due (an idle tick stays light)."""
-    import asyncio
-
-    from monitor_tick.core.fanout import DaemonThreads, make_client, probe_all, slowest_first, ssl_context
-    from monitor_tick.probes import ProbeContext
-
-    tls = ssl_context(options.verify)
+    """Probe on an event loop, slowest expected first (`recent`: store.recent_rollups)."""
+    asyncio, fanout = _event_loop()
+    tls = fanout.ssl_context(options.verify)
 
     async def main() -> list[ProbeResult]:
         # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
         # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
-        asyncio.get_running_loop().set_default_executor(DaemonThreads())
-        async with make_client(options.concurrency, options.transport, tls, options.guard) as client:
-            return await probe_all(
+        asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
+        async with fanout.make_client(options.concurrency, options.transport, tls, options.guard) as client:
+            return await fanout.probe_all(
                 monitors,
-                ProbeContext(client, now_ms, tls, loaded, options.guard),
+                _probes().ProbeContext(client, now_ms, tls, loaded, options.guard),
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
                 budget_s=options.budget_s,
-                order=slowest_first(monitors, recent or {}),
+                order=fanout.slowest_first(monitors, recent or {}),
             )
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
@@ -264,9 +265,7 @@ def _probe_canary(
     conn: store.sqlite3.Connection, results: list[CheckResult], options: TickOptions, now_ms: int
 ) -> CheckResult | None:
     """Probe the network canary (a setting), only when some check failed at network level."""
-    from monitor_tick.alerts import policy
-
-    if not any(policy.is_network_failure(r) for r in results):
+    if not any(_alert_policy().is_network_failure(r) for r in results):
         return None
     url = store.get_setting(conn, store.CANARY_SETTING)
     if url is None:
@@ -283,3 +282,35 @@ def _probe_canary(
     )
     # the admin chose the canary: --block-private guards monitors, not it (a router is private)
     return CheckResult.of(0, _probe([canary], dataclasses.replace(options, guard=None), now_ms, {})[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Deferred imports, all of the tick's in one place. An idle tick (nothing due, nothing to send;
+# cron runs it 1,440 times a day) imports none of these: the probes and the fan-out bring httpx,
+# asyncio and aiohttp; the alert modules are needed only when there are results or deliveries.
+
+
+def _probes() -> ModuleType:
+    import monitor_tick.probes
+
+    return monitor_tick.probes
+
+
+def _event_loop() -> tuple[ModuleType, ModuleType]:
+    import asyncio
+
+    from monitor_tick.core import fanout
+
+    return asyncio, fanout
+
+
+def _alert_policy() -> ModuleType:
+    from monitor_tick.alerts import policy
+
+    return policy
+
+
+def _alert_sending() -> ModuleType:
+    from monitor_tick.alerts import notify
+
+    return notify

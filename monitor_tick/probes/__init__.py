@@ -3,7 +3,7 @@
 A probe is `async (monitor, ctx) -> ProbeResult`; it never raises for anything a remote end
 does. A kind (base.Kind) holds everything that differs between kinds: the URL schemes that
 select it, its usage line, which options apply and their defaults, the check of its URL and
-options, the probe, and what the tick must read from the database before probing it.
+options, and the probe.
 
 Adding a kind is two lines of work outside its own module:
 
@@ -23,8 +23,7 @@ due or being added, so an idle tick stays light.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any
 from urllib.parse import urlsplit
@@ -127,12 +126,22 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
     )
 
 
-def load(conn: sqlite3.Connection, monitors: Sequence[Monitor]) -> dict[str, Mapping[int, Any]]:
-    """What the due monitors' kinds read before probing: one `load` call per kind that has one
-    and is due (none when no such kind is due)."""
-    loaded: dict[str, Mapping[int, Any]] = {}
-    for name in sorted({monitor.kind for monitor in monitors}):
-        loader = PROBES[name].load
-        if loader is not None:
-            loaded[name] = loader(conn, [monitor.id for monitor in monitors if monitor.kind == name])
-    return loaded
+def monitor_state(row: dict[str, Any]) -> str:
+    """A monitor's state from its settings and current-state columns (enabled, auto_paused,
+    in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used), paused,
+    auto-paused, maintenance, down, new (never checked) or up."""
+    try:
+        monitor_from_row({**row, "effective_interval_sec": 0})
+    except (InvalidMonitor, TypeError, ValueError, KeyError):
+        return "invalid"
+    if not row["enabled"]:
+        return "paused"
+    if row["auto_paused"]:
+        return "auto-paused"
+    if row["in_maintenance"]:
+        return "maintenance"
+    if row["down_since_ms"] is not None:
+        return "down"
+    if row["last_check_ms"] is None:
+        return "new"
+    return "up"

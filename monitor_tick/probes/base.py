@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -26,15 +25,13 @@ class ProbeContext:
     now_ms: int
     # what TLS probes trust: the same context the HTTP client verifies with
     ssl_context: ssl.SSLContext
-    # kind name -> monitor id -> what that kind's `load` read before probing
+    # kind name -> monitor id -> what the tick read for that kind before probing (tick.KIND_READS)
     loaded: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
     # --block-private: connections (http, tls, tcp alike) only to addresses it allows
     guard: AddressGuard | None = None
 
 
 Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]
-# Reads what a kind's due monitors need from the database, in one query: id -> value.
-Loader = Callable[[sqlite3.Connection, Sequence[int]], Mapping[int, Any]]
 
 DEFAULT_OPTIONS = frozenset({"timeout_s", "retries"})
 
@@ -50,7 +47,6 @@ class Kind:
     check     raises InvalidMonitor for a URL or option this kind cannot use
     options   the model.OPTIONS a user may set for it; the others must keep their defaults
     defaults  its values for options, where they differ from Monitor's
-    load      what the tick reads for its due monitors before probing (into ctx.loaded[name])
     pinged    it waits for pings (identified by a token) instead of probing; `add` prints the token
     """
 
@@ -61,5 +57,4 @@ class Kind:
     check: Callable[[Monitor], None]
     options: frozenset[str] = DEFAULT_OPTIONS
     defaults: Mapping[str, Any] = field(default_factory=dict)
-    load: Loader | None = None
     pinged: bool = False

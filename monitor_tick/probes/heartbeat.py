@@ -2,8 +2,8 @@
 
 A job signals with `monitor-tick ping NAME` (or over HTTP through `monitor-tick serve`); each
 signal is a result, stored in `pings` by whoever received it, never by the tick. When the
-monitor is due, the tick has already read its last signal (`load`, one query for all due
-heartbeats) and the probe only compares instants:
+monitor is due, the tick has already read its last signal (store.heartbeat_pings, one query for all
+due heartbeats) and the probe only compares instants:
 
     down  no ping for longer than the period (interval_sec) plus grace_sec -- counted from
           when the monitor was added while it has never been pinged;
@@ -16,9 +16,8 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from monitor_tick import store
 from monitor_tick.core.clock import format_duration_s, ms_to_s, parse_duration_s, s_to_ms
-from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult, check_seconds
+from monitor_tick.core.model import InvalidMonitor, Monitor, Pings, ProbeResult, check_seconds
 from monitor_tick.probes.base import Kind, ProbeContext
 
 NAME = "heartbeat"
@@ -38,7 +37,7 @@ def token_digest(token: str) -> bytes:
 
 
 async def probe_heartbeat(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
-    pings: store.Pings | None = ctx.loaded.get(NAME, {}).get(monitor.id)
+    pings: Pings | None = ctx.loaded.get(NAME, {}).get(monitor.id)
     if pings is None:  # removed between selection and loading
         return ProbeResult("unknown", None, None, "heartbeat: monitor is gone")
     grace_sec = monitor.grace_sec or 0
@@ -68,6 +67,5 @@ KIND = Kind(
     options=frozenset({"grace_sec"}),
     # nothing remote can fail transiently: a retry would read the same rows
     defaults={"grace_sec": DEFAULT_GRACE_SEC, "retries": 0},
-    load=store.heartbeat_pings,
     pinged=True,
 )

@@ -8,22 +8,17 @@ import errno
 import socket
 import ssl
 import time
-from typing import TYPE_CHECKING
 from urllib.parse import SplitResult, urlsplit
 
 from monitor_tick.core.clock import MS_PER_S, elapsed_ms, s_to_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, check_seconds, expiry_text
-
-if TYPE_CHECKING:
-    from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.probes.guard import AddressGuard, BlockedAddress
 
 CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
 
 
 def cause_of_os_error(exc: BaseException) -> str:
     """A short, stable cause for a socket or TLS error (never an address: it may be private)."""
-    from monitor_tick.probes.guard import BlockedAddress
-
     if isinstance(exc, BlockedAddress):
         return str(exc)
     if isinstance(exc, ssl.SSLCertVerificationError):

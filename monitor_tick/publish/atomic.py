@@ -28,3 +28,8 @@ def write_text_atomic(path: str, text: str, *, mode: int = PUBLISHED_MODE) -> No
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise
+
+
+def describe_os_error(exc: OSError) -> str:
+    """An OSError in one line: 'Permission denied: /var/www/status/index.html'."""
+    return f"{exc.strerror}: {exc.filename}" if exc.strerror and exc.filename else str(exc)

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.model import monitor_state
 from monitor_tick.core.redact import redact_text
+from monitor_tick.probes import monitor_state
 from monitor_tick.publish.atomic import write_text_atomic
 
 MISSED_WINDOW_MS = clock.MS_PER_DAY

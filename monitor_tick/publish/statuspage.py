@@ -20,8 +20,8 @@ from html import escape
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.model import monitor_state
 from monitor_tick.core.redact import redact_text
+from monitor_tick.probes import monitor_state
 from monitor_tick.publish import badges
 from monitor_tick.publish.atomic import write_text_atomic
 from monitor_tick.publish.uptime import WINDOWS, Totals, format_latency_ms, format_pct

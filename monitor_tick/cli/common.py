@@ -1,0 +1,115 @@
+"""What the Typer commands share: the --db and --json options, one-line failures, opening the
+database, reading durations and instants, and what `list` and `report` add to a monitor's row."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from monitor_tick import store
+from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
+from monitor_tick.core import clock
+from monitor_tick.core.model import expiry_text
+from monitor_tick.core.redact import redact_text
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        envvar=DB_ENVVAR,
+        show_envvar=True,
+        help=DB_HELP,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    """One line on stderr, then exit: 1 for our failures, 2 for bad input."""
+    typer.echo(f"monitor-tick: {message}", err=True)
+    raise typer.Exit(code)
+
+
+def db_path(ctx: typer.Context, db: str | None) -> str:
+    if db:
+        return db
+    root = ctx.find_root()
+    return (root.obj or {}).get("db") or DEFAULT_DB
+
+
+def connect(path: str) -> store.sqlite3.Connection:
+    try:
+        return store.open_db(path)
+    except store.StoreError as exc:
+        fail(str(exc))
+
+
+def duration_s(text: str, option: str) -> float:
+    try:
+        return clock.parse_duration_s(text)
+    except ValueError as exc:
+        fail(f"{option}: {exc}", 2)
+
+
+def duration_or_zero_s(text: str, option: str) -> float:
+    """A duration where 0 (or 0s) means none."""
+    try:
+        return clock.parse_duration_or_zero_s(text)
+    except ValueError as exc:
+        fail(f"{option}: {exc}", 2)
+
+
+def instant_ms(text: str, option: str) -> int:
+    try:
+        return clock.parse_iso_ms(text)
+    except ValueError as exc:
+        fail(f"{option}: {exc}", 2)
+
+
+def change(ctx: typer.Context, db: str | None, action: Any) -> Any:
+    """Run `action(conn)` on the database and return what it returns; a StoreError exits 1."""
+    conn = connect(db_path(ctx, db))
+    try:
+        return action(conn)
+    except store.StoreError as exc:
+        fail(str(exc))
+    finally:
+        conn.close()
+
+
+def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
+    """What list and report add to a monitor's row: the open incident's cause, the certificate's
+    days left (derived from its stored expiry and `now_ms`), a heartbeat's last ping, and all of
+    it as one short `note` for the text tables."""
+    cause = redact_text(row["cause"]) if row["cause"] else None  # a stored cause may quote a URL
+    notes = [cause] if cause else []
+    expires_ms = row["cert_expires_at_ms"]
+    if expires_ms is not None and not (row["cause"] or "").startswith("tls: "):
+        notes.append(f"cert {expiry_text(expires_ms, now_ms)}")
+    if row["kind"] == "heartbeat":
+        notes.append(_ping_note(row, now_ms))
+    return {
+        "cause": cause,
+        "cert_expires_at_ms": expires_ms,
+        "cert_days_left": None if expires_ms is None else clock.days_left(expires_ms, now_ms),
+        "last_ping_ms": row["last_ping_ms"],
+        "last_ping_failed": None if row["last_ping_ms"] is None else bool(row["last_ping_failed"]),
+        "last_duration_ms": row["last_duration_ms"],
+        "note": "; ".join(notes),
+    }
+
+
+def _ping_note(row: dict[str, Any], now_ms: int) -> str:
+    def ago(ms: int) -> str:
+        return clock.format_duration_s(clock.ms_to_s(max(0, now_ms - ms)))
+
+    if row["last_ping_ms"] is None:
+        note = "no ping yet"
+    else:
+        note = f"last ping {ago(row['last_ping_ms'])} ago{': failure' if row['last_ping_failed'] else ''}"
+        if row["last_duration_ms"] is not None:
+            note += f" (ran {clock.format_duration_s(clock.ms_to_s(row['last_duration_ms']))})"
+    if row["started_at_ms"] is not None:
+        note += f"; started {ago(row['started_at_ms'])} ago"
+    return note

@@ -1,0 +1,165 @@
+"""The tick as a command, without Typer: both the console entry point's fast path (cli/entry.py)
+and the Typer app's root callback (cli/app.py) run `run_tick_command`, which prints what the
+tick did and returns the exit code. Nothing here imports httpx, asyncio or Typer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from monitor_tick import store
+from monitor_tick.cli import deferred
+from monitor_tick.cli.options import DEFAULT_DB, STATUS_TITLE_ENVVAR
+from monitor_tick.core import clock
+from monitor_tick.core.model import Monitor
+from monitor_tick.core.redact import redact_url
+from monitor_tick.core.tick import TickOptions, TickReport, due_now, run_tick
+
+if TYPE_CHECKING:
+    import httpx
+
+
+def run_tick_command(
+    *,
+    db: str | None,
+    minute: int | None,
+    dry_run: bool,
+    as_json: bool,
+    concurrency: int,
+    force: bool,
+    retry_delay: str,
+    catch_up: int,
+    budget: str,
+    block_private: bool,
+    busy_timeout: str,
+    status_page: str | None,
+    metrics_file: str | None,
+    verbose: bool,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> int:
+    """The tick as the command runs it: output on stdout/stderr, returns the exit code (0 the tick
+    ran, down monitors included; 1 it failed; 2 a bad option value). `transport`: for tests and
+    embedding, the httpx transport every probe goes through (TickOptions.transport)."""
+    path = db or DEFAULT_DB
+    try:
+        delay_s = _duration_s(retry_delay, "--retry-delay", zero_is_none=True)
+        budget_s = _duration_s(budget, "--budget")
+        busy_timeout_s = _duration_s(busy_timeout, "--busy-timeout")
+    except ValueError as exc:
+        return fail_line(str(exc), 2)
+    options = TickOptions(
+        db_path=path,
+        minute=minute,
+        force=force,
+        concurrency=concurrency,
+        retry_delay_s=delay_s,
+        catch_up_minutes=catch_up,
+        budget_s=budget_s,
+        guard=deferred.address_guard() if block_private else None,
+        busy_timeout_s=busy_timeout_s,
+        transport=transport,
+    )
+    try:
+        if dry_run:
+            due_minute, monitors, invalid = due_now(options)
+            _print_dry_run(due_minute, monitors, invalid, as_json)
+            return 0
+        report = run_tick(options)
+    except store.StoreError as exc:
+        return fail_line(str(exc))
+    for monitor_id, cause in report.invalid:
+        _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
+    for warning in tick_warnings(report):
+        _err(f"monitor-tick: {warning}")
+    if as_json:
+        emit_json(report.as_json())
+    elif verbose:
+        if not report.claimed:
+            _err(f"minute {report.minute} was already run; nothing probed (use --force to replay)")
+        else:
+            _err(
+                "minute {minute}: {due} due, {up} up, {down} down, {unknown} unknown, "
+                "{opened} opened, {confirmed} confirmed, {resolved} resolved, {notified} notified "
+                "in {duration_ms} ms".format(**report.as_json())
+            )
+            if report.covered or report.missed:
+                _err(
+                    f"caught up {len(report.covered)} skipped minute(s); {report.missed} older minute(s) "
+                    "recorded as missed"
+                )
+    if report.claimed and (status_page or metrics_file):
+        facts = deferred.metrics().TickFacts(
+            now_ms=report.now_ms,
+            due=len(report.due) + len(report.invalid),
+            up=report.summary.up if report.summary else 0,
+            down=report.summary.down if report.summary else 0,
+            unknown=report.summary.unknown if report.summary else 0,
+            duration_ms=report.duration_ms,
+        )
+        title = os.environ.get(STATUS_TITLE_ENVVAR)
+        for line in deferred.tick_outputs().write(path, facts, status_page, metrics_file, title):
+            _err(f"monitor-tick: {line}")
+    return 0
+
+
+def tick_warnings(report: TickReport) -> list[str]:
+    """The tick's alert problems, one line each: our network was lost; deliveries given up."""
+    lines = []
+    if report.network_lost and report.summary is not None:
+        offline = sum(deferred.alert_policy().is_offline(r) for r in report.results)
+        lines.append(
+            f"network looks down from here: {offline} of {len(report.results)} checks failed "
+            "to reach their host (dns, connect error); counted as unknown, no incidents opened, nobody notified"
+        )
+    if report.delivery is not None:
+        lines += report.delivery.warnings
+    return lines
+
+
+def _duration_s(text: str, option: str, *, zero_is_none: bool = False) -> float:
+    try:
+        return clock.parse_duration_or_zero_s(text) if zero_is_none else clock.parse_duration_s(text)
+    except ValueError as exc:
+        raise ValueError(f"{option}: {exc}") from None
+
+
+def emit_json(value: Any) -> None:
+    print(json.dumps(value, separators=(",", ":")))
+
+
+def _err(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def fail_line(message: str, code: int = 1) -> int:
+    """One line on stderr; returns the exit code."""
+    _err(f"monitor-tick: {message}")
+    return code
+
+
+def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
+    if as_json:
+        emit_json(
+            {
+                "minute": minute,
+                "due": [
+                    {
+                        "id": m.id,
+                        "name": m.name,
+                        "url": redact_url(m.url),
+                        "interval_sec": m.interval_sec,
+                        "effective_interval_sec": m.effective_interval_sec,
+                    }
+                    for m in monitors
+                ],
+            }
+        )
+        return
+    print(f"minute {minute} ({clock.iso_from_ms(clock.minute_start_ms(minute))}): {len(monitors)} due")
+    for m in monitors:
+        print(f"  {m.id:>5}  {m.name}  every {clock.format_duration_s(m.effective_interval_sec)}  {redact_url(m.url)}")
+    for monitor_id, cause in invalid:
+        print(f"  {monitor_id:>5}  {cause}")
