@@ -8,7 +8,13 @@ A monitor is due in minute ``m`` (minute of the epoch) when
 Aligned monitors fire on wall-clock boundaries (every hour at :00, daily at 00:00 UTC);
 spread monitors of one interval created together land on different minutes. The plan floor
 is the owner's plan's `min_interval_sec`, or the default plan's once the owner's plan has
-expired. store.SELECT_DUE is the same rule in SQL; a test holds the two together.
+expired.
+
+The tick does not call the due rule below (plan_floor_sec, effective_interval_min, phase,
+is_due, in_window): store.SELECT_DUE is the same rule in SQL and decides. These functions are
+its oracle, the rule written plainly: the tests hold the SQL to them minute by minute over whole
+days (tests/test_schedule.py, tests/reliability/test_cron.py). The tick uses
+is_housekeeping_minute; the bench and the tests use load_shape.
 """
 
 from __future__ import annotations
