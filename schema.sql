@@ -51,7 +51,8 @@ CREATE TABLE monitors (
     expect_status TEXT    NOT NULL DEFAULT '200-399',
     -- the body (first 1 MiB) must contain this text; NULL: no keyword check
     keyword       TEXT,
-    -- one hard deadline covering connect, headers and body, retries included
+    -- one hard deadline covering connect, headers and body, retries included; `add` takes at
+    -- most 25 s, and a row above that (older versions took 30 s) is probed at 25 s
     timeout_s     REAL    NOT NULL DEFAULT 10 CHECK (timeout_s > 0 AND timeout_s <= 30),
     -- extra attempts within the same tick before a failure counts as down (0 disables)
     retries       INTEGER NOT NULL DEFAULT 1 CHECK (retries BETWEEN 0 AND 3),

@@ -1280,18 +1280,19 @@ def record_ping(conn: sqlite3.Connection, monitor: int, signal: str, at_ms: int)
 # Performance: probe order from history; bulk loading (bench/)
 
 
-def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
-    """monitor id -> (failures, latency_ms_max) of its newest rollup hour, for the monitors
-    that have one. One primary-key seek per monitor (the tick orders its probes by this)."""
+def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None, int]]:
+    """monitor id -> (failures, latency_ms_max, last_check_ms) of its newest rollup hour, for
+    the monitors that have one. One primary-key seek per monitor (the tick orders its probes by
+    this)."""
     if not monitor_ids:
         return {}
     rows = conn.execute(
-        "SELECT r.monitor_id, r.failures, r.latency_ms_max FROM json_each(?) j "
+        "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM json_each(?) j "
         "JOIN rollups r ON r.monitor_id = j.value "
         "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)",
         (json.dumps(list(monitor_ids)),),
     )
-    return {int(monitor): (int(failures), latency) for monitor, failures, latency in rows}
+    return {int(monitor): (int(failures), latency, int(last)) for monitor, failures, latency, last in rows}
 
 
 _BULK_MONITOR_COLUMNS = (

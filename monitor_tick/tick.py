@@ -28,6 +28,10 @@ DEFAULT_CATCH_UP_MINUTES = 15
 # Probing stops here. With the network canary (5 s at most) and sending notifications (20 s at
 # most) a tick ends inside its minute.
 DEFAULT_BUDGET_S = 30.0
+# A probe still running after this share of the budget (2 s of 30 s) gives its slot to the next
+# monitor and runs on to its deadline: hanging hosts never keep the rest queued until the budget
+# cuts them off. Three such holds and the largest timeout (25 s) still fit the budget.
+SLOT_HOLD_SHARE = 1 / 15
 NOTIFY_SEND_TIMEOUT_S = 10.0  # one notification to one channel (notify.py)
 
 
@@ -229,13 +233,13 @@ def _probe(
     options: TickOptions,
     now_ms: int,
     loaded: dict[str, Any],
-    recent: dict[int, tuple[int, int | None]] | None = None,
+    recent: dict[int, tuple[int, int | None, int]] | None = None,
 ) -> list[ProbeResult]:
-    """Probe on an event loop, slowest expected first (`recent`: store.recent_rollups); imported
+    """Probe on an event loop in fanout.start_order (`recent`: store.recent_rollups); imported
     only when something is due (an idle tick stays light)."""
     import asyncio
 
-    from monitor_tick.fanout import DaemonThreads, make_client, probe_all, slowest_first, ssl_context
+    from monitor_tick.fanout import DaemonThreads, make_client, probe_all, ssl_context, start_order
     from monitor_tick.probes import ProbeContext
 
     tls = ssl_context(options.verify)
@@ -251,7 +255,8 @@ def _probe(
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
                 budget_s=options.budget_s,
-                order=slowest_first(monitors, recent or {}),
+                order=start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
+                slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
             )
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
