@@ -165,8 +165,9 @@ CREATE TABLE ticks (
     unknown        INTEGER,
     opened         INTEGER,
     resolved       INTEGER,
-    -- 1: nearly every probe failed with dns/connect errors (or the canary failed): the probe host
-    -- had lost its network. Those checks were counted as unknown; no incident changed, nobody was told.
+    -- 1: some probe failed with dns/connect errors and the network canary failed too: the probe
+    -- host had lost its network. Those checks were counted as unknown; no incident changed, nobody
+    -- was told. Never set without a canary.
     network_lost   INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
 ) STRICT;
 

@@ -23,11 +23,6 @@ RETRY_MAX_MS = 30 * clock.MS_PER_MINUTE
 # ... until its event is this old: then it is given up, with one warning.
 GIVE_UP_AFTER_MS = 6 * clock.MS_PER_HOUR
 
-# Our own outage: at least this many decided checks, and at least this share of them failed
-# with a network-level cause (the name did not resolve, or no answer came to the connect).
-OFFLINE_MIN_CHECKS = 5
-OFFLINE_SHARE = 0.9
-
 TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN"}
 # Apprise's notify types: they pick colours and icons on services that have them
 NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning"}
@@ -164,18 +159,13 @@ def is_network_failure(result: CheckResult) -> bool:
 
 
 def network_lost(results: Sequence[CheckResult], canary: CheckResult | None = None) -> bool:
-    """Whether this tick's failures are the probe host's own lost network.
-
-    With a canary check (probed when some check failed at network level), the canary decides.
-    Without one: at least OFFLINE_MIN_CHECKS decided checks, nearly all failing at network level.
-    """
-    if canary is not None:
-        return canary.status == "down" and any(is_network_failure(r) for r in results)
-    decided = [r for r in results if r.status != "unknown"]
-    if len(decided) < OFFLINE_MIN_CHECKS:
+    """Whether this tick's failures are the probe host's own lost network: only on positive
+    evidence, a canary check (probed when some check failed at network level) that failed too.
+    Without a canary nothing is set aside, however many checks failed alike: one home server
+    losing power, or the DNS of the one domain all monitors live under, looks just the same."""
+    if canary is None:
         return False
-    failed = sum(is_network_failure(r) for r in decided)
-    return failed >= OFFLINE_SHARE * len(decided)
+    return canary.status == "down" and any(is_network_failure(r) for r in results)
 
 
 OFFLINE_CAUSE = "network lost"
