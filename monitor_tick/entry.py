@@ -168,7 +168,7 @@ def run_tick_command(
         report = run_tick(options)
     except store.StoreError as exc:
         return _fail(str(exc))
-    for monitor_id, cause in report.invalid:
+    for monitor_id, cause in report.skipped_to_say():
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
     if report.network_lost or report.delivery is not None:
         from monitor_tick.alerts import tick_warnings

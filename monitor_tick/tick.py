@@ -67,6 +67,8 @@ class TickReport:
     due: list[Monitor] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
     invalid: list[tuple[int, str]] = field(default_factory=list)
+    # probed, but refused by --block-private (a configuration error): (id, cause), not recorded
+    refused: list[tuple[int, str]] = field(default_factory=list)
     summary: store.WriteSummary | None = None
     duration_ms: int = 0
     housekeeping: tuple[int, int] | None = None
@@ -84,7 +86,7 @@ class TickReport:
             "up": s.up if s else 0,
             "down": s.down if s else 0,
             "unknown": s.unknown if s else 0,
-            "invalid": len(self.invalid),
+            "invalid": len(self.invalid) + len(self.refused),
             "opened": len(s.opened) if s else 0,
             "resolved": len(s.resolved) if s else 0,
             "confirmed": len(s.confirmed) if s else 0,
@@ -93,6 +95,13 @@ class TickReport:
             "duration_ms": self.duration_ms,
             "results": self.results_json(),
         }
+
+    def skipped_to_say(self) -> list[tuple[int, str]]:
+        """The rows skipped as configuration errors to say on stderr in this tick: every
+        invalid row, and each refused one once an hour (its probe is refused every time)."""
+        periods = {m.id: m.effective_interval_sec // clock.S_PER_MINUTE for m in self.due}
+        hourly = [(i, c) for i, c in self.refused if schedule.is_hourly_report_minute(self.minute, periods[i])]
+        return self.invalid + hourly
 
     def results_json(self) -> list[dict[str, Any]]:
         """One entry per check, with its kind and cause; days left for certificates."""
@@ -178,6 +187,9 @@ def run_tick(options: TickOptions) -> TickReport:
         recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
         probes = _probe(good, options, now_ms, _load(conn, good), recent) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
+        refused: list[tuple[int, str]] = []
+        if options.guard is not None:
+            results, refused = _set_refusals_aside(results)
         network_lost = False
         if results:  # (alerts and notify are imported only when there is something to judge or send)
             from monitor_tick import alerts
@@ -213,12 +225,23 @@ def run_tick(options: TickOptions) -> TickReport:
         due=good,
         results=results,
         invalid=bad,
+        refused=refused,
         summary=summary,
         duration_ms=clock.elapsed_ms(started, time.perf_counter()),
         housekeeping=housekeeping,
         network_lost=network_lost,
         delivery=delivery,
     )
+
+
+def _set_refusals_aside(results: list[CheckResult]) -> tuple[list[CheckResult], list[tuple[int, str]]]:
+    """(results to record, (id, cause) of probes --block-private refused). A refusal is the
+    configuration's error, like an invalid row, not the site's outage: it records no check."""
+    from monitor_tick.probes.guard import is_refusal
+
+    kept = [r for r in results if not is_refusal(r.cause)]
+    refused = [(r.monitor_id, f"refused by --block-private: {r.cause}") for r in results if is_refusal(r.cause)]
+    return kept, refused
 
 
 def _load(conn: store.sqlite3.Connection, monitors: list[Monitor]) -> dict[str, Any]:
