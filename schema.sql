@@ -194,11 +194,12 @@ CREATE TABLE channels (
 ) STRICT;
 
 -- What happened to an incident that people are told about: 'down' (confirmed), 'up' (resolved
--- after being confirmed), 'reminder' (still down). Written in the tick's results transaction.
+-- after being confirmed), 'reminder' (still down), 'paused' (housekeeping auto-paused the
+-- monitor). Written in the tick's results (or housekeeping) transaction.
 CREATE TABLE incident_events (
     id            INTEGER PRIMARY KEY,
     incident_id   INTEGER NOT NULL REFERENCES incidents (id) ON DELETE CASCADE,
-    kind          TEXT    NOT NULL CHECK (kind IN ('down', 'up', 'reminder')),
+    kind          TEXT    NOT NULL CHECK (kind IN ('down', 'up', 'reminder', 'paused')),
     created_at_ms INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX incident_events_by_incident ON incident_events (incident_id);

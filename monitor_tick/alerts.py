@@ -23,9 +23,9 @@ RETRY_MAX_MS = 30 * clock.MS_PER_MINUTE
 # ... until its event is this old: then it is given up, with one warning.
 GIVE_UP_AFTER_MS = 6 * clock.MS_PER_HOUR
 
-TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN"}
+TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN", "paused": "PAUSED"}
 # Apprise's notify types: they pick colours and icons on services that have them
-NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning"}
+NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning", "paused": "warning"}
 
 if TYPE_CHECKING:
     from monitor_tick.tick import TickReport
@@ -40,7 +40,7 @@ class EventInfo:
     """One incident event to tell one channel about (what a message is made from)."""
 
     event_id: int
-    kind: str  # down, up, reminder
+    kind: str  # down, up, reminder, paused (auto-paused by housekeeping)
     created_at_ms: int
     monitor_name: str
     monitor_url: str
@@ -70,6 +70,7 @@ def message(event: EventInfo) -> Message:
         "down": f"{name} is down.",
         "up": f"{name} is up again after {_down_for(event)} down.",
         "reminder": f"{name} is still down, for {_down_for(event)} now.",
+        "paused": f"{name} was paused after {_down_for(event)} down: it is no longer probed.",
     }[event.kind]
     lines = [
         lead,
@@ -81,6 +82,8 @@ def message(event: EventInfo) -> Message:
     ]
     if event.resolved_at_ms is not None and event.kind == "up":
         lines += [f"Up since: {clock.iso_from_ms(event.resolved_at_ms)}", f"Down for: {_down_for(event)}"]
+    if event.kind == "paused":
+        lines += ["", f"To probe it again: monitor-tick resume '{name}'"]
     return Message(f"{TITLES[event.kind]}: {name}", "\n".join(lines), NOTIFY_TYPES[event.kind], (event.event_id,))
 
 
@@ -93,7 +96,12 @@ def summary(kind: str, events: Sequence[EventInfo]) -> Message:
         else:
             detail = f"{e.cause} since {clock.iso_from_ms(e.started_at_ms)}"
         lines.append(f"- {e.monitor_name}: {detail} ({redact_url(e.monitor_url)})")
-    verb = {"down": "are down", "up": "are up again", "reminder": "are still down"}[kind]
+    verb = {
+        "down": "are down",
+        "up": "are up again",
+        "reminder": "are still down",
+        "paused": "were paused after a long outage (monitor-tick resume NAME probes one again)",
+    }[kind]
     body = f"{len(events)} monitors {verb}:\n" + "\n".join(lines)
     return Message(
         f"{TITLES[kind]}: {len(events)} monitors", body, NOTIFY_TYPES[kind], tuple(e.event_id for e in events)

@@ -170,6 +170,8 @@ def run_tick_command(
         return _fail(str(exc))
     for monitor_id, cause in report.skipped_to_say():
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
+    for line in report.auto_paused_lines():
+        _err(f"monitor-tick: {line}")
     if report.network_lost or report.delivery is not None:
         from monitor_tick.alerts import tick_warnings
 

@@ -71,7 +71,7 @@ class TickReport:
     refused: list[tuple[int, str]] = field(default_factory=list)
     summary: store.WriteSummary | None = None
     duration_ms: int = 0
-    housekeeping: tuple[int, int] | None = None
+    housekeeping: tuple[list[store.AutoPaused], int] | None = None  # (auto-paused, rollups deleted)
     network_lost: bool = False
     delivery: notify.DeliveryReport | None = None
 
@@ -102,6 +102,16 @@ class TickReport:
         periods = {m.id: m.effective_interval_sec // clock.S_PER_MINUTE for m in self.due}
         hourly = [(i, c) for i, c in self.refused if schedule.is_hourly_report_minute(self.minute, periods[i])]
         return self.invalid + hourly
+
+    def auto_paused_lines(self) -> list[str]:
+        """One line per monitor housekeeping auto-paused in this tick (also notified)."""
+        paused = self.housekeeping[0] if self.housekeeping else []
+        return [
+            f"monitor {p.monitor_id} ({p.name}) auto-paused after "
+            f"{clock.format_duration_s(clock.ms_to_s(self.now_ms - p.down_since_ms))} down "
+            f"(since {clock.iso_from_ms(p.down_since_ms)}); no longer probed until `monitor-tick resume {p.monitor_id}`"
+            for p in paused
+        ]
 
     def results_json(self) -> list[dict[str, Any]]:
         """One entry per check, with its kind and cause; days left for certificates."""
