@@ -250,7 +250,7 @@ def add(
         str | None,
         typer.Option(
             help="One hard deadline for the check, retries included (connect, TLS, headers and body), "
-            "at most 30s, e.g. 5s. [default: 10s]"
+            "at most 25s (inside the tick's 30s budget), e.g. 5s. [default: 10s]"
         ),
     ] = None,
     method: Annotated[str | None, typer.Option(help="http: GET or HEAD. [default: GET]")] = None,
