@@ -25,8 +25,8 @@ if TYPE_CHECKING:
 DEFAULT_CONCURRENCY = 50
 DEFAULT_RETRY_DELAY_S = 2.0
 DEFAULT_CATCH_UP_MINUTES = 15
-# Probing stops here. With the network canary (5 s at most) and sending notifications (20 s at
-# most) a tick ends inside its minute.
+# Probing stops here. With the network canary (5 s at most), sending notifications (20 s at
+# most) and the --ping-url ping (ping.PING_TIMEOUT_S, 3 s) a tick ends inside its minute.
 DEFAULT_BUDGET_S = 30.0
 # A probe still running after this share of the budget (2 s of 30 s) gives its slot to the next
 # monitor and runs on to its deadline: hanging hosts never keep the rest queued until the budget
