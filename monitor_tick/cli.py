@@ -7,6 +7,7 @@ itself failed (one line on stderr); 2 usage errors, bad option values included.
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -20,7 +21,9 @@ from monitor_tick.entry import (
     MAX_CATCH_UP_MINUTES,
     MAX_CONCURRENCY,
     MIN_CONCURRENCY,
+    PING_URL_ENVVAR,
     emit_json,
+    run_and_ping,
     run_tick_command,
 )
 from monitor_tick.model import (
@@ -160,6 +163,17 @@ def tick(
     busy_timeout: Annotated[
         str, typer.Option(help="How long to wait for another process's write lock before failing.")
     ] = DEFAULT_BUSY_TIMEOUT,
+    ping_url: Annotated[
+        str | None,
+        typer.Option(
+            metavar="URL",
+            envvar=PING_URL_ENVVAR,
+            show_envvar=True,
+            help="After the tick, GET this URL (healthchecks.io style), or URL/fail when the tick "
+            "failed, so that someone notices when ticks stop. At most a few seconds; a failed ping "
+            "is one line on stderr and does not change the exit code.",
+        ),
+    ] = None,
     verbose: Annotated[bool, typer.Option("-v", "--verbose", help="Say on stderr what the tick did.")] = False,
     status_page: Annotated[
         str | None, typer.Option(metavar="DIR", help="After the tick, rewrite the status page and badges in DIR.")
@@ -171,8 +185,9 @@ def tick(
     ctx.obj = {"db": db}
     if ctx.invoked_subcommand is not None:
         return
-    # the same function the console entry point's fast path runs (monitor_tick/entry.py)
-    code = run_tick_command(
+    # the same functions the console entry point's fast path runs (monitor_tick/entry.py)
+    tick = partial(
+        run_tick_command,
         db=db,
         minute=minute,
         dry_run=dry_run,
@@ -188,6 +203,7 @@ def tick(
         metrics_file=metrics_file,
         verbose=verbose,
     )
+    code = run_and_ping(ping_url, dry_run, tick)
     if code:
         raise typer.Exit(code)
 
@@ -234,7 +250,7 @@ def add(
         str | None,
         typer.Option(
             help="One hard deadline for the check, retries included (connect, TLS, headers and body), "
-            "at most 30s, e.g. 5s. [default: 10s]"
+            "at most 25s (inside the tick's 30s budget), e.g. 5s. [default: 10s]"
         ),
     ] = None,
     method: Annotated[str | None, typer.Option(help="http: GET or HEAD. [default: GET]")] = None,

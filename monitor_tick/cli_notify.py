@@ -15,8 +15,8 @@ from monitor_tick.model import InvalidMonitor
 from monitor_tick.redact import redact_channel_url, redact_url
 
 OFFLINE_RULE = (
-    f"a tick counts as offline when at least {alerts.OFFLINE_MIN_CHECKS} checks ran and "
-    f"{alerts.OFFLINE_SHARE:.0%} of them never reached their host (dns, connect error; refused does not count)"
+    "every failed check counts, even when all of them failed to reach their host (dns, connect "
+    "error); name a canary to tell this host's own lost network from a real outage"
 )
 
 notify_app = typer.Typer(
@@ -123,7 +123,9 @@ def notify_canary(
             help="An http(s) URL that is up whenever this host's network is (e.g. your router or a big site)."
         ),
     ] = None,
-    off: Annotated[bool, typer.Option("--off", help="Remove the canary: the failure share decides again.")] = False,
+    off: Annotated[
+        bool, typer.Option("--off", help="Remove the canary: every failed check counts again, none is set aside.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Name a network canary: when checks fail with dns/connect errors, the tick probes it, and if it

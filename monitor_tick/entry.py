@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from monitor_tick import clock, store
@@ -33,6 +33,7 @@ from monitor_tick.tick import (
 DEFAULT_DB = "monitor-tick.db"
 DB_ENVVAR = "MONITOR_TICK_DB"
 BLOCK_PRIVATE_ENVVAR = "MONITOR_TICK_BLOCK_PRIVATE"
+PING_URL_ENVVAR = "MONITOR_TICK_PING_URL"
 MIN_CONCURRENCY, MAX_CONCURRENCY = 1, 1000
 MAX_CATCH_UP_MINUTES = 1440
 DEFAULT_RETRY_DELAY = f"{DEFAULT_RETRY_DELAY_S:g}s"
@@ -55,6 +56,7 @@ _VALUED = {
     "--catch-up": "catch_up",
     "--budget": "budget",
     "--busy-timeout": "busy_timeout",
+    "--ping-url": "ping_url",
 }
 # whole-number options and the range Typer accepts for each
 _RANGES = {
@@ -83,6 +85,7 @@ def parse_tick_args(args: Sequence[str], environ: Mapping[str, str]) -> dict[str
         "budget": DEFAULT_BUDGET,
         "block_private": False,
         "busy_timeout": DEFAULT_BUSY_TIMEOUT,
+        "ping_url": None,
         "status_page": None,
         "metrics_file": None,
         "verbose": False,
@@ -114,7 +117,32 @@ def parse_tick_args(args: Sequence[str], environ: Mapping[str, str]) -> dict[str
             return None
     if values["db"] is None:
         values["db"] = environ.get(DB_ENVVAR) or None
+    if values["ping_url"] is None:
+        values["ping_url"] = environ.get(PING_URL_ENVVAR) or None
     return values
+
+
+def run_and_ping(ping_url: str | None, dry_run: bool, tick: Callable[[], int]) -> int:
+    """Run `tick` (run_tick_command with the other options) and return its exit code; with
+    `ping_url`, then GET it, or URL/fail when the code is not 0 or `tick` raised (--dry-run
+    pings nothing). A URL that cannot be pinged is a bad option value (2), before the tick."""
+    if not ping_url:
+        return tick()
+    from monitor_tick import ping
+
+    try:
+        ping.check_ping_url(ping_url)
+    except ValueError as exc:
+        return _fail(f"--ping-url: {exc}", 2)
+    code = 1  # until the tick returns: a bug (said by the caller) or Ctrl-C is a failed tick
+    try:
+        code = tick()
+    finally:
+        if not dry_run:  # a dry run says nothing about whether the ticks run
+            reason = ping.ping(ping_url, failed=code != 0)
+            if reason is not None:
+                _err(f"monitor-tick: --ping-url: no ping to {ping.where(ping_url)}: {reason}")
+    return code
 
 
 def run_tick_command(
@@ -168,8 +196,10 @@ def run_tick_command(
         report = run_tick(options)
     except store.StoreError as exc:
         return _fail(str(exc))
-    for monitor_id, cause in report.invalid:
+    for monitor_id, cause in report.skipped_to_say():
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
+    for line in report.auto_paused_lines():
+        _err(f"monitor-tick: {line}")
     if report.network_lost or report.delivery is not None:
         from monitor_tick.alerts import tick_warnings
 
@@ -252,8 +282,9 @@ def main(args: Sequence[str] | None = None) -> None:
 
         typer_main(argv)
         return
+    ping_url = options.pop("ping_url")
     try:
-        code = run_tick_command(**options)
+        code = run_and_ping(ping_url, options["dry_run"], lambda: run_tick_command(**options))
     except KeyboardInterrupt:
         code = 130  # as Typer exits on Ctrl-C
     except Exception as exc:  # a bug: say it in one line (cron mails it), never a traceback

@@ -26,7 +26,7 @@ from monitor_tick.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms, minut
 from monitor_tick.incidents import Open, Step, Transition, step
 from monitor_tick.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckResult, Monitor
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -522,15 +522,35 @@ def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int) -> b
     return newest is not None and newest > at_ms
 
 
-def housekeep(conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int) -> tuple[int, int]:
+@dataclass(frozen=True)
+class AutoPaused:
+    monitor_id: int
+    name: str
+    down_since_ms: int
+
+
+def _auto_pause(conn: sqlite3.Connection, now_ms: int, after_ms: int) -> list[AutoPaused]:
+    """Auto-pause the monitors down continuously for longer than `after_ms`, each with a
+    'paused' event to notify: a monitor that stops being probed is never silent."""
+    found = conn.execute(
+        "SELECT m.id, m.name, i.id, i.started_at_ms FROM monitors m "
+        "JOIN incidents i ON i.monitor_id = m.id AND i.resolved_at_ms IS NULL "
+        "WHERE m.auto_paused = 0 AND i.started_at_ms < ? ORDER BY m.id",
+        (now_ms - after_ms,),
+    ).fetchall()
+    for monitor, _, incident_id, _ in found:
+        conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id = ?", (monitor,))
+        _record_event(conn, incident_id, monitor, "paused", now_ms)
+    return [AutoPaused(monitor, name, started_ms) for monitor, name, _, started_ms in found]
+
+
+def housekeep(
+    conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int
+) -> tuple[list[AutoPaused], int]:
     """Auto-pause monitors down continuously for longer than `auto_pause_after_ms` and delete
     rollups (and ledger minutes) older than the retention period. Returns (paused, rollups deleted)."""
     with write_tx(conn):
-        paused = conn.execute(
-            "UPDATE monitors SET auto_paused = 1 WHERE auto_paused = 0 AND id IN "
-            "(SELECT monitor_id FROM incidents WHERE resolved_at_ms IS NULL AND started_at_ms < ?)",
-            (now_ms - auto_pause_after_ms,),
-        ).rowcount
+        paused = _auto_pause(conn, now_ms, auto_pause_after_ms)
         deleted = conn.execute(
             "DELETE FROM rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),)
         ).rowcount
@@ -1280,18 +1300,19 @@ def record_ping(conn: sqlite3.Connection, monitor: int, signal: str, at_ms: int)
 # Performance: probe order from history; bulk loading (bench/)
 
 
-def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
-    """monitor id -> (failures, latency_ms_max) of its newest rollup hour, for the monitors
-    that have one. One primary-key seek per monitor (the tick orders its probes by this)."""
+def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None, int]]:
+    """monitor id -> (failures, latency_ms_max, last_check_ms) of its newest rollup hour, for
+    the monitors that have one. One primary-key seek per monitor (the tick orders its probes by
+    this)."""
     if not monitor_ids:
         return {}
     rows = conn.execute(
-        "SELECT r.monitor_id, r.failures, r.latency_ms_max FROM json_each(?) j "
+        "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM json_each(?) j "
         "JOIN rollups r ON r.monitor_id = j.value "
         "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)",
         (json.dumps(list(monitor_ids)),),
     )
-    return {int(monitor): (int(failures), latency) for monitor, failures, latency in rows}
+    return {int(monitor): (int(failures), latency, int(last)) for monitor, failures, latency, last in rows}
 
 
 _BULK_MONITOR_COLUMNS = (

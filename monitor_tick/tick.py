@@ -25,9 +25,13 @@ if TYPE_CHECKING:
 DEFAULT_CONCURRENCY = 50
 DEFAULT_RETRY_DELAY_S = 2.0
 DEFAULT_CATCH_UP_MINUTES = 15
-# Probing stops here. With the network canary (5 s at most) and sending notifications (20 s at
-# most) a tick ends inside its minute.
+# Probing stops here. With the network canary (5 s at most), sending notifications (20 s at
+# most) and the --ping-url ping (ping.PING_TIMEOUT_S, 3 s) a tick ends inside its minute.
 DEFAULT_BUDGET_S = 30.0
+# A probe still running after this share of the budget (2 s of 30 s) gives its slot to the next
+# monitor and runs on to its deadline: hanging hosts never keep the rest queued until the budget
+# cuts them off. Three such holds and the largest timeout (25 s) still fit the budget.
+SLOT_HOLD_SHARE = 1 / 15
 NOTIFY_SEND_TIMEOUT_S = 10.0  # one notification to one channel (notify.py)
 
 
@@ -63,9 +67,11 @@ class TickReport:
     due: list[Monitor] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
     invalid: list[tuple[int, str]] = field(default_factory=list)
+    # probed, but refused by --block-private (a configuration error): (id, cause), not recorded
+    refused: list[tuple[int, str]] = field(default_factory=list)
     summary: store.WriteSummary | None = None
     duration_ms: int = 0
-    housekeeping: tuple[int, int] | None = None
+    housekeeping: tuple[list[store.AutoPaused], int] | None = None  # (auto-paused, rollups deleted)
     network_lost: bool = False
     delivery: notify.DeliveryReport | None = None
 
@@ -80,7 +86,7 @@ class TickReport:
             "up": s.up if s else 0,
             "down": s.down if s else 0,
             "unknown": s.unknown if s else 0,
-            "invalid": len(self.invalid),
+            "invalid": len(self.invalid) + len(self.refused),
             "opened": len(s.opened) if s else 0,
             "resolved": len(s.resolved) if s else 0,
             "confirmed": len(s.confirmed) if s else 0,
@@ -89,6 +95,23 @@ class TickReport:
             "duration_ms": self.duration_ms,
             "results": self.results_json(),
         }
+
+    def skipped_to_say(self) -> list[tuple[int, str]]:
+        """The rows skipped as configuration errors to say on stderr in this tick: every
+        invalid row, and each refused one once an hour (its probe is refused every time)."""
+        periods = {m.id: m.effective_interval_sec // clock.S_PER_MINUTE for m in self.due}
+        hourly = [(i, c) for i, c in self.refused if schedule.is_hourly_report_minute(self.minute, periods[i])]
+        return self.invalid + hourly
+
+    def auto_paused_lines(self) -> list[str]:
+        """One line per monitor housekeeping auto-paused in this tick (also notified)."""
+        paused = self.housekeeping[0] if self.housekeeping else []
+        return [
+            f"monitor {p.monitor_id} ({p.name}) auto-paused after "
+            f"{clock.format_duration_s(clock.ms_to_s(self.now_ms - p.down_since_ms))} down "
+            f"(since {clock.iso_from_ms(p.down_since_ms)}); no longer probed until `monitor-tick resume {p.monitor_id}`"
+            for p in paused
+        ]
 
     def results_json(self) -> list[dict[str, Any]]:
         """One entry per check, with its kind and cause; days left for certificates."""
@@ -174,6 +197,9 @@ def run_tick(options: TickOptions) -> TickReport:
         recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
         probes = _probe(good, options, now_ms, _load(conn, good), recent) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
+        refused: list[tuple[int, str]] = []
+        if options.guard is not None:
+            results, refused = _set_refusals_aside(results)
         network_lost = False
         if results:  # (alerts and notify are imported only when there is something to judge or send)
             from monitor_tick import alerts
@@ -209,12 +235,23 @@ def run_tick(options: TickOptions) -> TickReport:
         due=good,
         results=results,
         invalid=bad,
+        refused=refused,
         summary=summary,
         duration_ms=clock.elapsed_ms(started, time.perf_counter()),
         housekeeping=housekeeping,
         network_lost=network_lost,
         delivery=delivery,
     )
+
+
+def _set_refusals_aside(results: list[CheckResult]) -> tuple[list[CheckResult], list[tuple[int, str]]]:
+    """(results to record, (id, cause) of probes --block-private refused). A refusal is the
+    configuration's error, like an invalid row, not the site's outage: it records no check."""
+    from monitor_tick.probes.guard import is_refusal
+
+    kept = [r for r in results if not is_refusal(r.cause)]
+    refused = [(r.monitor_id, f"refused by --block-private: {r.cause}") for r in results if is_refusal(r.cause)]
+    return kept, refused
 
 
 def _load(conn: store.sqlite3.Connection, monitors: list[Monitor]) -> dict[str, Any]:
@@ -229,13 +266,13 @@ def _probe(
     options: TickOptions,
     now_ms: int,
     loaded: dict[str, Any],
-    recent: dict[int, tuple[int, int | None]] | None = None,
+    recent: dict[int, tuple[int, int | None, int]] | None = None,
 ) -> list[ProbeResult]:
-    """Probe on an event loop, slowest expected first (`recent`: store.recent_rollups); imported
+    """Probe on an event loop in fanout.start_order (`recent`: store.recent_rollups); imported
     only when something is due (an idle tick stays light)."""
     import asyncio
 
-    from monitor_tick.fanout import DaemonThreads, make_client, probe_all, slowest_first, ssl_context
+    from monitor_tick.fanout import DaemonThreads, make_client, probe_all, ssl_context, start_order
     from monitor_tick.probes import ProbeContext
 
     tls = ssl_context(options.verify)
@@ -251,7 +288,8 @@ def _probe(
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
                 budget_s=options.budget_s,
-                order=slowest_first(monitors, recent or {}),
+                order=start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
+                slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
             )
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which

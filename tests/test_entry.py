@@ -19,10 +19,12 @@ from typer.testing import CliRunner
 from monitor_tick import entry
 from monitor_tick.cli import app
 from tests.conftest import add
+from tests.servers import refused_port
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 NOW = "2026-12-01 00:00:20"
 runner = CliRunner()
+PING_PORT = refused_port()
 
 
 def _masked(text: str) -> str:
@@ -71,6 +73,8 @@ TICK_COMMAND_LINES = [
     ["--concurrency=1000", "--retry-delay=1.5s", "-v"],
     ["--retry-delay", "soon"],
     ["--retry-delay", "0s", "--dry-run", "--dry-run"],
+    ["--ping-url", f"http://127.0.0.1:{PING_PORT}/ping/x", "--json"],  # nothing listens: one line
+    ["--ping-url=ftp://hc-ping.test/x", "-v"],
 ]
 
 

@@ -29,7 +29,16 @@ from dataclasses import fields, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from monitor_tick.model import COMMON_SETTINGS, OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, check_common
+from monitor_tick.model import (
+    COMMON_SETTINGS,
+    MAX_TIMEOUT_S,
+    OPTION_FLAGS,
+    OPTIONS,
+    STORED_MAX_TIMEOUT_S,
+    InvalidMonitor,
+    Monitor,
+    check_common,
+)
 from monitor_tick.probes import heartbeat, http, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
 from monitor_tick.redact import redact_url
@@ -113,6 +122,9 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
         raise InvalidMonitor(f"owner {row.get('owner_id')!r} does not exist")
     if row.get("plan_missing"):
         raise InvalidMonitor(f"the plan of owner {row.get('owner_id')!r} does not exist")
+    timeout_s = row.get("timeout_s")
+    if isinstance(timeout_s, int | float) and MAX_TIMEOUT_S < timeout_s <= STORED_MAX_TIMEOUT_S:
+        row = {**row, "timeout_s": MAX_TIMEOUT_S}  # an older version's timeout: see model.MAX_TIMEOUT_S
     monitor = Monitor(
         id=int(row["id"]),
         effective_interval_sec=row["effective_interval_sec"],  # a number once the interval is checked

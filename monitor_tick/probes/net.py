@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from monitor_tick.probes.guard import AddressGuard
 
 CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
+# No route to the host: nothing answered, the failure is on the way (our own network, often)
+NO_ROUTE_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN})
 
 
 def cause_of_os_error(exc: BaseException) -> str:
