@@ -524,7 +524,9 @@ def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int) -> b
 
 def housekeep(conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int) -> tuple[int, int]:
     """Auto-pause monitors down continuously for longer than `auto_pause_after_ms` and delete
-    rollups (and ledger minutes) older than the retention period. Returns (paused, rollups deleted)."""
+    rollups, ledger minutes, and incident events with their deliveries older than the retention
+    period; an open incident's events stay (it is still being told about). Returns (paused,
+    rollups deleted)."""
     with write_tx(conn):
         paused = conn.execute(
             "UPDATE monitors SET auto_paused = 1 WHERE auto_paused = 0 AND id IN "
@@ -535,6 +537,12 @@ def housekeep(conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int
             "DELETE FROM rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),)
         ).rowcount
         conn.execute("DELETE FROM ticks WHERE minute < ?", (minute_of_ms(now_ms - retention_ms),))
+        # deliveries go with their events (ON DELETE CASCADE)
+        conn.execute(
+            "DELETE FROM incident_events WHERE created_at_ms < ? AND incident_id NOT IN "
+            "(SELECT id FROM incidents WHERE resolved_at_ms IS NULL)",
+            (now_ms - retention_ms,),
+        )
     return paused, deleted
 
 
