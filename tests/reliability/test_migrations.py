@@ -146,3 +146,17 @@ def test_a_failing_step_leaves_the_file_as_it_was(v1_db: str, monkeypatch: pytes
         store.open_db(v1_db)
     assert version_of(v1_db) == 1
     assert schema_of(v1_db) == before  # the first step was rolled back with the second
+
+
+def test_step_2_gives_the_ledger_its_unrecorded_ids_and_keeps_its_rows(v1_db: str) -> None:
+    before = sqlite3.connect(v1_db)
+    rows = before.execute("SELECT * FROM ticks ORDER BY minute").fetchall()
+    before.close()
+    assert rows  # the fixture's replayed ticks
+    store.open_db(v1_db).close()
+    after = sqlite3.connect(v1_db)
+    columns = [row[1] for row in after.execute("PRAGMA table_info(ticks)")]
+    assert columns[-1] == "unrecorded_ids"
+    # the old runs are kept as they were; none is taken to have left anything unrecorded
+    assert after.execute("SELECT * FROM ticks ORDER BY minute").fetchall() == [(*row, None) for row in rows]
+    after.close()
