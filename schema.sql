@@ -1,4 +1,4 @@
--- monitor-tick schema, version 1 (PRAGMA user_version = 1; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 3 (PRAGMA user_version = 3; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -168,7 +168,11 @@ CREATE TABLE ticks (
     -- 1: some probe failed with dns/connect errors and the network canary failed too: the probe
     -- host had lost its network. Those checks were counted as unknown; no incident changed, nobody
     -- was told. Never set without a canary.
-    network_lost   INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
+    network_lost   INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1)),
+    -- a JSON array: the monitors this run probed but did not record (unknown: cut off by the
+    -- budget, our network lost). A --force rerun of the minute records only these and monitors
+    -- added after started_at_ms, so no monitor-minute is counted twice. NULL: none (or unknown).
+    unrecorded_ids TEXT
 ) STRICT;
 
 -- ---------------------------------------------------------------------------------------------

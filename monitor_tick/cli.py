@@ -123,8 +123,8 @@ def tick(
             min=0,
             max=clock.LAST_MINUTE,
             help="Run as if the clock read this minute of the epoch (epoch seconds // 60), "
-            "to replay or debug it. Never catches up. A minute is claimed like any other: "
-            "replaying one that has not come yet leaves the live tick for it nothing to do.",
+            "to replay or debug it. Never catches up, and records nothing for monitors added "
+            "after it. A minute that has not come yet is refused, except with --dry-run.",
         ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="List what is due; probe and write nothing.")] = False,
@@ -133,7 +133,12 @@ def tick(
         int, typer.Option(min=MIN_CONCURRENCY, max=MAX_CONCURRENCY, help="Probes in flight at once.")
     ] = DEFAULT_CONCURRENCY,
     force: Annotated[
-        bool, typer.Option("--force", help="Run even if this minute was already run (replays it).")
+        bool,
+        typer.Option(
+            "--force",
+            help="Run even if this minute was already run: probe and report what is due, but record only "
+            "what its run did not (monitors it cut off or added since), never a check twice.",
+        ),
     ] = False,
     retry_delay: Annotated[
         str, typer.Option(help="Pause before a failed probe is tried again within the tick (0 for none).")

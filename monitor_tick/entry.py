@@ -25,6 +25,7 @@ from monitor_tick.tick import (
     DEFAULT_CATCH_UP_MINUTES,
     DEFAULT_CONCURRENCY,
     DEFAULT_RETRY_DELAY_S,
+    MinuteNotYet,
     TickOptions,
     due_now,
     run_tick,
@@ -194,6 +195,8 @@ def run_tick_command(
             _print_dry_run(due_minute, monitors, invalid, as_json)
             return 0
         report = run_tick(options)
+    except MinuteNotYet as exc:
+        return _fail(str(exc), 2)
     except store.StoreError as exc:
         return _fail(str(exc))
     for monitor_id, cause in report.skipped_to_say():

@@ -26,7 +26,7 @@ from monitor_tick.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms, minut
 from monitor_tick.incidents import Open, Step, Transition, step
 from monitor_tick.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckResult, Monitor
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -238,62 +238,120 @@ def claim_minute(conn: sqlite3.Connection, minute: int, started_at_ms: int, *, f
 
 
 @dataclass(frozen=True)
+class Rerun:
+    """A --force rerun of a minute whose run finished: it records only what that run did not."""
+
+    run_minute: int  # the ledger row of the run (the minute itself, or the one that caught it up)
+    started_at_ms: int  # when that run (or the last rerun) started
+    unrecorded: frozenset[int]  # monitors it probed but did not record (unknown)
+
+    def may_record(self, monitor: int, created_at_ms: int) -> bool:
+        """Whether a check of `monitor` would be its first for the run's minutes."""
+        return monitor in self.unrecorded or created_at_ms > self.started_at_ms
+
+
+@dataclass(frozen=True)
 class Claim:
     minute: int
     covered: list[int]  # earlier, unclaimed minutes this run probes for (catch-up)
     missed: int  # unclaimed minutes too old to probe for, recorded as missed
+    rerun: Rerun | None = None  # set when this is a --force rerun of a finished minute
 
 
 MAX_MISSED_MINUTES = 90 * 1_440  # a longer gap is recorded for its last 90 days only
 
+# A row recorded as missed by a run whose clock read later than this run's (`:at_ms`): a clock
+# that was ahead claimed minutes that had not come yet. Nothing was probed for it, so a live tick
+# may take it over without counting anything twice (item 9 of issue 10: otherwise one tick under
+# a clock 3 hours ahead leaves the live ticks that follow nothing to do for 3 hours).
+_CLAIMED_AHEAD = ":reclaim AND ticks.missed = 1 AND ticks.started_at_ms > :at_ms"
+
 
 def claim_minutes(
-    conn: sqlite3.Connection, minute: int, started_at_ms: int, *, force: bool, catch_up_minutes: int
+    conn: sqlite3.Connection,
+    minute: int,
+    started_at_ms: int,
+    *,
+    force: bool,
+    catch_up_minutes: int,
+    reclaim_missed: bool = False,
 ) -> Claim | None:
     """Claim `minute`, and with `catch_up_minutes` > 0 the unclaimed minutes since the newest
     claimed one: those within the window are covered by this run, older ones recorded as
     missed. None when another run already has `minute`. Each minute is claimed by exactly one
     run, however many race (INSERT ... ON CONFLICT DO NOTHING inside one write transaction).
+
+    `reclaim_missed` (live ticks): minutes recorded as missed by a run whose clock read later
+    than `started_at_ms` count as unclaimed. With `force`, a minute whose run finished is
+    returned with `rerun` (record only what that run did not); one that never ran or whose run
+    died is claimed afresh.
     """
     with write_tx(conn):
         if force:
-            conn.execute(
-                "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) "
-                "ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, "
-                "finished_at_ms = NULL, covered_by = NULL, missed = 0",
-                (minute, started_at_ms),
-            )
-            return Claim(minute, [], 0)
+            return _claim_forced(conn, minute, started_at_ms)
+        params = {"minute": minute, "at_ms": started_at_ms, "reclaim": reclaim_missed}
         cursor = conn.execute(
-            "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) ON CONFLICT (minute) DO NOTHING",
-            (minute, started_at_ms),
+            "INSERT INTO ticks (minute, started_at_ms) VALUES (:minute, :at_ms) ON CONFLICT (minute) "
+            f"DO UPDATE SET started_at_ms = excluded.started_at_ms, missed = 0 WHERE {_CLAIMED_AHEAD}",
+            params,
         )
         if cursor.rowcount != 1:
             return None
         if catch_up_minutes <= 0:
             return Claim(minute, [], 0)
-        last = _one(conn, "SELECT max(minute) FROM ticks WHERE minute < ?", (minute,))
+        last = _one(
+            conn,
+            # newest first through the primary key, stopping at the first match (max() would scan)
+            f"SELECT minute FROM ticks WHERE minute < :minute AND NOT ({_CLAIMED_AHEAD}) ORDER BY minute DESC LIMIT 1",
+            params,
+        )
         if last is None or last >= minute - 1:  # the first tick ever, or no gap
             return Claim(minute, [], 0)
         window_start = max(last + 1, minute - catch_up_minutes)
         missed_start = max(last + 1, window_start - MAX_MISSED_MINUTES)
         missed = conn.execute(
             _INSERT_RANGE.format(columns="minute, started_at_ms, missed", values="m, :at_ms, 1"),
-            {"first": missed_start, "last": window_start - 1, "at_ms": started_at_ms},
+            {**params, "first": missed_start, "last": window_start - 1},
         ).fetchall()
         covered = conn.execute(
             _INSERT_RANGE.format(columns="minute, started_at_ms, covered_by", values="m, :at_ms, :by"),
-            {"first": window_start, "last": minute - 1, "at_ms": started_at_ms, "by": minute},
+            {**params, "first": window_start, "last": minute - 1, "by": minute},
         ).fetchall()
         return Claim(minute, sorted(row[0] for row in covered), len(missed))
 
 
-_INSERT_RANGE = """
+def _claim_forced(conn: sqlite3.Connection, minute: int, started_at_ms: int) -> Claim:
+    """--force: a rerun of a finished run (see Rerun), or a fresh claim when nothing was recorded
+    for `minute` (never claimed, missed, or its run died: finished_at_ms NULL)."""
+    found = conn.execute("SELECT coalesce(covered_by, minute) FROM ticks WHERE minute = ? AND missed = 0", (minute,))
+    row = found.fetchone()
+    run = None
+    if row is not None:
+        run = conn.execute(
+            "SELECT minute, started_at_ms, unrecorded_ids FROM ticks WHERE minute = ? AND finished_at_ms IS NOT NULL",
+            (row[0],),
+        ).fetchone()
+    if run is not None:
+        unrecorded = frozenset(int(i) for i in json.loads(run[2] or "[]"))
+        return Claim(minute, [], 0, Rerun(int(run[0]), int(run[1]), unrecorded))
+    conn.execute(
+        "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) "
+        "ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, "
+        "finished_at_ms = NULL, covered_by = NULL, missed = 0, unrecorded_ids = NULL",
+        (minute, started_at_ms),
+    )
+    return Claim(minute, [], 0)
+
+
+_INSERT_RANGE = (
+    """
 WITH RECURSIVE r(m) AS (SELECT :first WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last)
 INSERT INTO ticks ({columns}) SELECT {values} FROM r WHERE true
-ON CONFLICT (minute) DO NOTHING
-RETURNING minute
-"""
+ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, covered_by = excluded.covered_by,
+  missed = excluded.missed WHERE """
+    + _CLAIMED_AHEAD
+    + "\nRETURNING minute\n"
+)
 
 
 # The floor (seconds) in force for owner `o` joined to plan `p`, given the default plan's floor
@@ -428,6 +486,8 @@ def write_results(
     finished_at_ms: int,
     *,
     network_lost: bool = False,
+    ahead_after_ms: int | None = None,
+    rerun: Rerun | None = None,
 ) -> WriteSummary:
     """Write one tick's results in one transaction: a rollup upsert per decided check, an
     incident step per down check or per up check of a monitor with an open incident (see
@@ -437,13 +497,21 @@ def write_results(
 
     A result is stale when a newer check of the same monitor is already counted (a later tick
     that overlapped this one committed first): it is counted in the rollup but changes no
-    incident, so state never flips backwards. Raises sqlite3.Error; nothing is written then.
+    incident, so state never flips backwards. A check counted after `ahead_after_ms` (a live
+    tick's clock reading plus the longest it can have run) cannot come from a later tick: a
+    clock that was ahead counted it, and it makes nothing stale, so it cannot hide an outage.
+
+    `rerun` (a --force rerun; `results` holds only what it may record): the run's ledger row
+    keeps its figures and is told what is now recorded. Raises sqlite3.Error; nothing is
+    written then.
     """
     up = down = unknown = stale = 0
     opened: list[int] = []
     resolved: list[int] = []
     confirmed: list[int] = []
     hour_ms = hour_start_ms(at_ms)
+    ahead = _NEVER if ahead_after_ms is None else ahead_after_ms
+    unrecorded: list[int] = []
     with write_tx(conn):
         open_by_monitor = _open_incidents(conn)
         results = list(results)
@@ -454,6 +522,7 @@ def write_results(
                 continue
             if result.status == "unknown":
                 unknown += 1
+                unrecorded.append(result.monitor_id)
                 continue
             is_up = result.status == "up"
             up += is_up
@@ -473,7 +542,9 @@ def write_results(
                 },
             ).fetchone()
             could_change = not is_up or result.monitor_id in open_by_monitor
-            if last_check_ms > at_ms or (could_change and _newer_check_exists(conn, result.monitor_id, at_ms)):
+            if at_ms < last_check_ms <= ahead or (
+                could_change and _newer_check_exists(conn, result.monitor_id, at_ms, ahead)
+            ):
                 stale += 1
                 continue
             change = _apply_incident_step(
@@ -486,11 +557,20 @@ def write_results(
                     resolved.append(result.monitor_id)
                 if change.confirms:
                     confirmed.append(result.monitor_id)
+        if rerun is not None:
+            recorded = {r.monitor_id for r in results if r.status != "unknown"}
+            conn.execute(
+                "UPDATE ticks SET started_at_ms = ?, finished_at_ms = ?, unrecorded_ids = ? WHERE minute = ?",
+                (at_ms, finished_at_ms, _id_list((rerun.unrecorded - recorded) | set(unrecorded)), rerun.run_minute),
+            )
+            return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
         own_minute, *covered = minutes or [None]  # no minute: results only (bench, tests)
         conn.execute(
             "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
-            "unknown = :unknown, opened = :opened, resolved = :resolved WHERE minute = :minute",
+            "unknown = :unknown, opened = :opened, resolved = :resolved, unrecorded_ids = :unrecorded "
+            "WHERE minute = :minute",
             {
+                "unrecorded": _id_list(unrecorded),
                 "finished": finished_at_ms,
                 "due": up + down + unknown,
                 "up": up,
@@ -510,14 +590,24 @@ def write_results(
     return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
 
 
-def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int) -> bool:
-    """Whether a check newer than `at_ms` is counted in a later hour than at_ms's (a tick that
-    overlapped this one across an hour boundary, or a replay of an older minute). Read only for
-    results that could change an incident, so a healthy monitor still costs one upsert."""
+_NEVER = 2**62  # no instant is counted after it: for replays every newer check is a later one
+
+
+def _id_list(ids: Iterable[int]) -> str | None:
+    """Monitor ids as a ledger column holds them: a JSON array, NULL when there are none."""
+    ordered = sorted(set(ids))
+    return json.dumps(ordered, separators=(",", ":")) if ordered else None
+
+
+def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int, ahead_after_ms: int) -> bool:
+    """Whether a check newer than `at_ms`, and not after `ahead_after_ms` (see write_results), is
+    counted in a later hour than at_ms's (a tick that overlapped this one across an hour
+    boundary, or a replay of an older minute). Read only for results that could change an
+    incident, so a healthy monitor still costs one upsert."""
     newest = _one(
         conn,
-        "SELECT max(last_check_ms) FROM rollups WHERE monitor_id = ? AND hour_start_ms > ?",
-        (monitor, hour_start_ms(at_ms)),
+        "SELECT max(last_check_ms) FROM rollups WHERE monitor_id = ? AND hour_start_ms > ? AND last_check_ms <= ?",
+        (monitor, hour_start_ms(at_ms), ahead_after_ms),
     )
     return newest is not None and newest > at_ms
 
@@ -548,13 +638,21 @@ def housekeep(
     conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int
 ) -> tuple[list[AutoPaused], int]:
     """Auto-pause monitors down continuously for longer than `auto_pause_after_ms` and delete
-    rollups (and ledger minutes) older than the retention period. Returns (paused, rollups deleted)."""
+    rollups, ledger minutes, and incident events with their deliveries older than the retention
+    period; an open incident's events stay (it is still being told about). Returns (paused,
+    rollups deleted)."""
     with write_tx(conn):
         paused = _auto_pause(conn, now_ms, auto_pause_after_ms)
         deleted = conn.execute(
             "DELETE FROM rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),)
         ).rowcount
         conn.execute("DELETE FROM ticks WHERE minute < ?", (minute_of_ms(now_ms - retention_ms),))
+        # deliveries go with their events (ON DELETE CASCADE)
+        conn.execute(
+            "DELETE FROM incident_events WHERE created_at_ms < ? AND incident_id NOT IN "
+            "(SELECT id FROM incidents WHERE resolved_at_ms IS NULL)",
+            (now_ms - retention_ms,),
+        )
     return paused, deleted
 
 

@@ -136,6 +136,22 @@ class TickReport:
         return out
 
 
+class MinuteNotYet(ValueError):
+    """A replay (--minute) of a minute that has not come yet: a usage error."""
+
+
+def refuse_future_minute(minute: int | None) -> None:
+    """Raise MinuteNotYet when `minute` (a replay) is after the live clock's minute: claiming it
+    would leave the live tick for it nothing to do, and record results before they happen."""
+    if minute is None:
+        return
+    live = clock.minute_of_ms(clock.now_ms())
+    if minute > live:
+        raise MinuteNotYet(
+            f"--minute {minute} has not come yet (the clock reads minute {live}); only --dry-run can look ahead"
+        )
+
+
 def tick_time_ms(minute: int | None) -> int:
     """The one clock reading of a tick: the live clock, or the start of a replayed minute."""
     return clock.now_ms() if minute is None else clock.minute_start_ms(minute)
@@ -157,14 +173,19 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
     return good, bad
 
 
-def select_due_rows(conn: store.sqlite3.Connection, minutes: list[int], now_ms: int) -> list[dict[str, Any]]:
+def select_due_rows(
+    conn: store.sqlite3.Connection, minutes: list[int], now_ms: int, *, replay: bool = False
+) -> list[dict[str, Any]]:
     """The monitors due in any of `minutes`, each once. Maintenance windows and plan floors
     are judged at `now_ms`, for caught-up minutes too: the probe happens now, so a monitor in
-    maintenance now is not probed for a minute it missed before the window began."""
+    maintenance now is not probed for a minute it missed before the window began. A `replay`
+    leaves out monitors created after `now_ms` (its minute): they did not exist yet. (A live
+    tick does not: a monitor added under a clock that was ahead must still be probed.)"""
     rows: dict[int, dict[str, Any]] = {}
     for minute in minutes:
         for row in store.select_due(conn, minute, now_ms):
-            rows.setdefault(row["id"], row)
+            if not (replay and row["created_at_ms"] > now_ms):
+                rows.setdefault(row["id"], row)
     return [rows[key] for key in sorted(rows)]
 
 
@@ -174,7 +195,7 @@ def due_now(options: TickOptions) -> tuple[int, list[Monitor], list[tuple[int, s
     minute = clock.minute_of_ms(now_ms)
     conn = store.open_db(options.db_path, busy_timeout_s=options.busy_timeout_s)
     try:
-        good, bad = split_rows(store.select_due(conn, minute, now_ms))
+        good, bad = split_rows(select_due_rows(conn, [minute], now_ms, replay=options.minute is not None))
     finally:
         conn.close()
     return minute, good, bad
@@ -182,18 +203,30 @@ def due_now(options: TickOptions) -> tuple[int, list[Monitor], list[tuple[int, s
 
 def run_tick(options: TickOptions) -> TickReport:
     """Run one tick. Raises store.StoreError when the database cannot be used; down monitors
-    are results, not errors. Rows that cannot be probed are skipped and listed in `invalid`."""
+    are results, not errors; raises MinuteNotYet for a replay of a minute that has not come.
+    Rows that cannot be probed are skipped and listed in `invalid`. A --force rerun of a
+    finished minute probes and reports what is due but records only what its run did not."""
     started = time.perf_counter()
+    refuse_future_minute(options.minute)
+    live = options.minute is None
     now_ms = tick_time_ms(options.minute)
     minute = clock.minute_of_ms(now_ms)
     conn = store.open_db(options.db_path, busy_timeout_s=options.busy_timeout_s)
     try:
-        catch_up = options.catch_up_minutes if options.minute is None else 0
-        claim = store.claim_minutes(conn, minute, now_ms, force=options.force, catch_up_minutes=catch_up)
+        claim = store.claim_minutes(
+            conn,
+            minute,
+            now_ms,
+            force=options.force,
+            catch_up_minutes=options.catch_up_minutes if live else 0,
+            reclaim_missed=live,
+        )
         if claim is None:
             return TickReport(minute, now_ms, claimed=False)
         minutes = [minute, *claim.covered]
-        good, bad = split_rows(select_due_rows(conn, minutes, now_ms))
+        rows = select_due_rows(conn, minutes, now_ms, replay=not live)
+        created_ms = {int(row["id"]): int(row["created_at_ms"]) for row in rows}
+        good, bad = split_rows(rows)
         recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
         probes = _probe(good, options, now_ms, _load(conn, good), recent) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
@@ -208,8 +241,24 @@ def run_tick(options: TickOptions) -> TickReport:
             if network_lost:
                 results = alerts.offline(results)
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
+        rerun = claim.rerun
+        recordable = results
+        if rerun is not None:  # never a second check for a monitor-minute
+            recordable = [r for r in results if rerun.may_record(r.monitor_id, created_ms[r.monitor_id])]
+        # a live tick: no later tick can have counted a check after this (it started after our
+        # clock reading, and at most our run time and one wait for the write lock ago)
+        ahead_after_ms = None
+        if live:
+            ahead_after_ms = now_ms + duration_ms + clock.s_to_ms(options.busy_timeout_s) + clock.MS_PER_MINUTE
         summary = store.write_results(
-            conn, minutes, now_ms, results, finished_at_ms=now_ms + duration_ms, network_lost=network_lost
+            conn,
+            minutes,
+            now_ms,
+            recordable,
+            finished_at_ms=now_ms + duration_ms,
+            network_lost=network_lost,
+            ahead_after_ms=ahead_after_ms,
+            rerun=rerun,
         )
         housekeeping = None
         if any(schedule.is_housekeeping_minute(m) for m in minutes):

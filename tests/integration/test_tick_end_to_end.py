@@ -62,6 +62,12 @@ def test_three_monitors_over_a_sequence_of_minutes_are_probed_exactly_on_schedul
         ).stdout
         == "3\n"
     )
+    # the replayed minutes are before the monitors were added: date them back, or replays would
+    # rightly record nothing for them
+    raw = sqlite3.connect(db)
+    raw.execute("UPDATE monitors SET created_at_ms = ?", (clock.minute_start_ms(START),))
+    raw.commit()
+    raw.close()
     expected_hits = {"/ok": 0, "/flip": 0, "/keyword/hello": 0}
     flip_plan = {START + 2: 503, START + 4: 503, START + 6: 200}  # flip (id 2, phase 0) runs on even minutes
     for minute in range(START, START + 12):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor_tick import store
+from monitor_tick import clock, store
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.redact import redact_url
 from monitor_tick.tick import TickOptions, run_tick
@@ -23,6 +23,13 @@ from tests.servers import LocalServer, refused_port, send_response
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 MINUTE = 29_934_720
+
+
+def added_before_minute() -> dict[str, str]:
+    """The environment for `add` run as if a minute before MINUTE (clock.py's test offset):
+    replays record nothing for monitors added after their minute."""
+    offset_ms = clock.minute_start_ms(MINUTE - 1) - clock.now_ms()
+    return {**os.environ, "MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(offset_ms)}
 
 
 @pytest.mark.parametrize(
@@ -50,7 +57,9 @@ def test_credentials_and_tokens_never_reach_output_or_stored_causes(tmp_path: Pa
     outputs = []
     for n, url in enumerate(secret_urls):
         args = ["add", url, "--name", f"m{n}", "--every", "1m", "--retries", "0", "--timeout", "1s", "--db", db]
-        outputs.append(subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60))
+        outputs.append(
+            subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, env=added_before_minute())
+        )
     for args in (
         ["--minute", str(MINUTE), "--json", "-v"],
         ["--minute", str(MINUTE + 1), "-v"],
@@ -160,6 +169,7 @@ def test_the_guard_is_opt_in_from_the_command_line(tmp_path: Path, local_server:
         check=True,
         capture_output=True,
         timeout=60,
+        env=added_before_minute(),
     )
     plain = subprocess.run(
         [MONITOR_TICK, "--db", db, "--minute", str(MINUTE), "--json"], capture_output=True, text=True, timeout=60
