@@ -46,6 +46,15 @@ def schema_sql() -> str:
 # Opening
 
 
+def db_path_problem(path: str) -> str | None:
+    """Why `path` cannot be monitor-tick's database file, in a few words; None when it can be.
+    An empty path and SQLite's ':memory:' would each give a database that vanishes when the
+    command ends (or, through a URI, a stray file named ':memory:')."""
+    if path in ("", ":memory:"):
+        return f"{path or repr(path)} is not a database file (monitor-tick keeps its state in a file)"
+    return None
+
+
 def open_db(
     path: str, *, create: bool = True, migrate: bool = True, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
 ) -> sqlite3.Connection:
@@ -55,8 +64,11 @@ def open_db(
 
     Raises StoreError, having created or changed nothing, when the directory is missing or not
     writable, the file is read-only, not a monitor-tick database, or its schema is newer than
-    this program.
+    this program, or `path` is not a file name (db_path_problem).
     """
+    problem = db_path_problem(path)
+    if problem:
+        raise StoreError(problem)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise StoreError(f"database directory does not exist: {directory}")
@@ -71,9 +83,26 @@ def open_db(
         if not create:
             raise StoreError(f"no database at {path}")
         _create_private_file(path)
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        _configure(conn, busy_timeout_s)
+        _ensure_schema(conn, path, migrate=migrate)
+
+    return _connect(path, "rw", busy_timeout_s, prepare, describe_error)
+
+
+def _connect(
+    path: str,
+    mode: str,
+    busy_timeout_s: float,
+    prepare: Callable[[sqlite3.Connection], None],
+    describe: Callable[[sqlite3.Error, str], str],
+) -> sqlite3.Connection:
+    """Connect to `path` in SQLite's `mode` (rw, ro) and run `prepare` on the connection; on any
+    error close it and raise StoreError (`describe` words a sqlite3 error)."""
     try:
         conn = sqlite3.connect(
-            f"file:{_uri_path(path)}?mode=rw",
+            f"file:{_uri_path(path)}?mode={mode}",
             uri=True,
             timeout=busy_timeout_s,
             isolation_level=None,
@@ -82,11 +111,10 @@ def open_db(
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from None
     try:
-        _configure(conn, busy_timeout_s)
-        _ensure_schema(conn, path, migrate=migrate)
+        prepare(conn)
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(describe_error(exc, path)) from None
+        raise StoreError(describe(exc, path)) from None
     except StoreError:
         conn.close()
         raise
@@ -123,20 +151,65 @@ def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> None:
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version == SCHEMA_VERSION:
-        return
+def open_read_only(path: str) -> sqlite3.Connection:
+    """Open the database at `path` for reading only (SQLite's mode=ro): never created, written or
+    upgraded, so a read-only file (or one in a read-only directory) still serves the commands
+    that only read. Raises StoreError when there is no database, it is not monitor-tick's, its
+    schema is not this program's, or SQLite cannot read it."""
+    problem = db_path_problem(path)
+    if problem:
+        raise StoreError(problem)
+    if not os.path.isfile(path):
+        raise StoreError(f"no database at {path}")
+    _check_header(path)
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(DEFAULT_BUSY_TIMEOUT_S * 1000)}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]  # the first read of the file
+        if version == 0:
+            _refuse_foreign(conn, path)
+            raise StoreError(f"no database at {path} (the file is empty: no command has written it yet)")
+        _check_version(version, path, migrate=False)
+
+    return _connect(path, "ro", DEFAULT_BUSY_TIMEOUT_S, prepare, _read_error)
+
+
+def _read_error(exc: sqlite3.Error, path: str) -> str:
+    """describe_error, and the one case only a reader meets: a WAL database is read through its
+    -shm file, which exists while a writer has the database open; with none open, a reader must
+    create it, and cannot in a directory it may not write. (immutable=1 would skip the -shm, but
+    then a tick writing meanwhile could hand the reader a torn page.)"""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.access(directory, os.W_OK) and not os.path.exists(f"{path}-shm"):
+        return f"cannot read database {path}: SQLite needs {path}-shm beside it and {directory} is not writable"
+    return describe_error(exc, path)
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: str) -> None:
+    """Raise StoreError when a database at schema version 0 already has tables (not ours)."""
+    if conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]:
+        raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
+
+
+def _check_version(version: int, path: str, *, migrate: bool) -> None:
+    """Raise StoreError for a schema this program cannot use: newer, or older without `migrate`."""
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"database {path} has schema version {version}, newer than this monitor-tick "
             f"understands ({SCHEMA_VERSION}); upgrade monitor-tick"
         )
-    if version and not migrate:
+    if 0 < version < SCHEMA_VERSION and not migrate:
         raise StoreError(
             f"database {path} has schema version {version}, older than this monitor-tick's "
             f"({SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it"
         )
+
+
+def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    _check_version(version, path, migrate=migrate)
     # table rebuilds (see migrations/) need foreign keys off, and that cannot change inside a
     # transaction; foreign_key_check below stands in for them before the upgrade commits
     conn.execute("PRAGMA foreign_keys = OFF")
@@ -147,9 +220,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> Non
             conn.execute("COMMIT")
             return
         if version == 0:
-            tables = conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]
-            if tables:
-                raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
+            _refuse_foreign(conn, path)
             for statement in _statements(schema_sql()):
                 conn.execute(statement)
         else:
@@ -1186,9 +1257,9 @@ def last_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
 
 
 def read_db(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T:
-    """Open the database at `path`, call `read` with the connection, close it. Raises
-    StoreError, for sqlite3 errors during `read` too; never creates or upgrades a database."""
-    conn = open_db(path, create=False, migrate=False)
+    """Open the database at `path` read-only (open_read_only), call `read` with the connection,
+    close it. Raises StoreError, for sqlite3 errors during `read` too."""
+    conn = open_read_only(path)
     try:
         return read(conn)
     except sqlite3.Error as exc:

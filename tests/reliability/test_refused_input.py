@@ -1,0 +1,140 @@
+"""Input that should be refused: names that break output or shadow ids, intervals the schedule
+cannot honour, and database paths that are not files. One line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+from monitor_tick import clock, statuspage
+from tests.conftest import add
+
+MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+
+
+def assert_refused(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert (result.returncode, result.stdout) == (2, ""), result
+    assert result.stderr.startswith("monitor-tick: ") and result.stderr.count("\n") == 1, result.stderr
+    assert fragment in result.stderr
+
+
+def monitor_names(db_path: str) -> list[str]:
+    raw = sqlite3.connect(db_path)
+    try:
+        return [row[0] for row in raw.execute("SELECT name FROM monitors ORDER BY id")]
+    finally:
+        raw.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("\x1b[31mred", "control character (U+001B)"),
+        ("tab\there", "control character (U+0009)"),
+        ("two\nlines", "control character (U+000A)"),
+        ("del\x7f", "control character (U+007F)"),
+        ("c1\x85", "control character (U+0085)"),
+        ("para\u2029graph", "line or paragraph separator (U+2029)"),
+        ("   ", "name is empty or only whitespace"),
+        ("", "name is empty or only whitespace"),
+        ("42", "all digits"),
+        ("\u0664\u0662", "all digits"),  # Arabic-Indic digits: `pause` reads them as id 42 too
+    ],
+)
+def test_add_refuses_names_that_break_output_or_shadow_ids(db_path: str, name: str, fragment: str) -> None:
+    assert_refused(run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path), fragment)
+    assert monitor_names(db_path) == []
+
+
+def test_a_control_character_in_the_url_is_refused_before_it_becomes_the_default_name(db_path: str) -> None:
+    assert_refused(run("add", "http://127.0.0.1:9/\x1b[2J", "--db", db_path), "control character (U+001B)")
+    assert monitor_names(db_path) == []
+
+
+@pytest.mark.parametrize("command", [["plan", "add", "{}", "--min-interval", "5m"], ["owner", "add", "{}"]])
+def test_plan_and_owner_names_are_refused_alike(db_path: str, command: list[str]) -> None:
+    for name, fragment in (("bad\x1bname", "control character"), (" ", "only whitespace")):
+        args = [part.format(name) for part in command]
+        assert_refused(run(*args, "--db", db_path), fragment)
+
+
+def test_good_names_are_kept_as_given(db_path: str) -> None:
+    for name in ("api", "Café ☕ status", "build 42", "42b", "👩‍💻 team"):
+        result = run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path)
+        assert result.returncode == 0, result.stderr
+    assert monitor_names(db_path) == ["api", "Café ☕ status", "build 42", "42b", "👩‍💻 team"]
+
+
+def test_list_and_report_show_long_names_whole(db_path: str) -> None:
+    names = [f"customer-portal-production-eu-west-{n}" for n in (1, 2)]
+    for name in names:
+        assert run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path).returncode == 0
+    for command in ("list", "report"):
+        out = run(command, "--db", db_path).stdout
+        assert [line.split()[1] for line in out.splitlines() if line.split()[0].isdigit()] == names, out
+
+
+def test_a_stored_control_character_still_gives_a_well_formed_badge(
+    conn: sqlite3.Connection, db_path: str, tmp_path: Path
+) -> None:
+    """A name stored before names were checked (or edited by hand) must not break the SVG."""
+    monitor = add(conn, "http://127.0.0.1:9/", name="ok")
+    conn.execute("UPDATE monitors SET name = ? WHERE id = ?", ("esc\x1b[0m\x00name", monitor))
+    statuspage.publish(db_path, str(tmp_path / "site"), clock.now_ms(), "Status")
+    for badge in sorted((tmp_path / "site" / "badges").glob("*.svg")):
+        ElementTree.fromstring(badge.read_text(encoding="utf-8"))  # raises on a character XML forbids
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+
+@pytest.mark.parametrize("every", ["1000000d", "366d", "527041m"])
+def test_add_refuses_an_interval_longer_than_the_schedule_honours(db_path: str, every: str) -> None:
+    assert_refused(run("add", "http://127.0.0.1:9/", "--every", every, "--db", db_path), "at most 365d")
+    assert monitor_names(db_path) == []
+
+
+def test_the_longest_interval_is_accepted_and_scheduled(db_path: str) -> None:
+    assert run("add", "http://127.0.0.1:9/", "--every", "365d", "--aligned", "--db", db_path).returncode == 0
+    due = run("--dry-run", "--minute", "0", "--db", db_path)  # 1970-01-01T00:00Z: minute 0 % n == 0
+    assert (due.returncode, due.stdout.splitlines()[0]) == (0, "minute 0 (1970-01-01T00:00:00Z): 1 due")
+
+
+def test_a_plan_floor_longer_than_the_schedule_honours_is_refused(db_path: str) -> None:
+    assert_refused(run("plan", "add", "slow", "--min-interval", "400d", "--db", db_path), "at most 365d")
+
+
+DB_COMMANDS = [
+    [],  # the tick, on the fast path (entry.py)
+    ["--status-page", "site"],  # the tick, through the Typer app
+    ["--dry-run"],
+    ["add", "http://127.0.0.1:9/"],
+    ["list"],
+    ["report"],
+    ["status-page", "--out", "site"],
+    ["notify", "list"],
+    ["ping", "backups"],
+    ["pause", "1"],
+]
+
+
+@pytest.mark.parametrize("path", ["", ":memory:"])
+@pytest.mark.parametrize("command", DB_COMMANDS, ids=lambda c: " ".join(c) or "tick")
+def test_a_database_path_that_is_not_a_file_is_refused_everywhere(
+    tmp_path: Path, command: list[str], path: str
+) -> None:
+    shown = "''" if not path else path
+    for args in ([*command, "--db", path], ["--db", path, *command]):  # the command's option, the root's
+        result = run(*args, cwd=tmp_path)
+        assert_refused(result, f"--db: {shown} is not a database file")
+    assert list(tmp_path.iterdir()) == []  # no ./monitor-tick.db, no ':memory:' file
