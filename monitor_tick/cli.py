@@ -509,7 +509,7 @@ def maintenance_add(
 from monitor_tick.cli_notify import notify_app  # noqa: E402 -- it builds on the helpers above
 
 app.add_typer(notify_app, name="notify")
-from monitor_tick import cli_heartbeat, cli_status  # noqa: E402,F401  (register ping, serve, status-page, report)
+from monitor_tick import cli_backup, cli_heartbeat, cli_status  # noqa: E402,F401  (register backup, check, ping, serve, status-page, report)
 
 
 def main(args: list[str] | None = None) -> None:

@@ -151,11 +151,12 @@ def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
     conn.execute("PRAGMA synchronous = NORMAL")
 
 
-def open_read_only(path: str) -> sqlite3.Connection:
+def open_read_only(path: str, *, any_version: bool = False) -> sqlite3.Connection:
     """Open the database at `path` for reading only (SQLite's mode=ro): never created, written or
     upgraded, so a read-only file (or one in a read-only directory) still serves the commands
     that only read. Raises StoreError when there is no database, it is not monitor-tick's, its
-    schema is not this program's, or SQLite cannot read it."""
+    schema is not this program's (unless `any_version`: backup and check), or SQLite cannot
+    read it."""
     problem = db_path_problem(path)
     if problem:
         raise StoreError(problem)
@@ -169,9 +170,67 @@ def open_read_only(path: str) -> sqlite3.Connection:
         if version == 0:
             _refuse_foreign(conn, path)
             raise StoreError(f"no database at {path} (the file is empty: no command has written it yet)")
-        _check_version(version, path, migrate=False)
+        if not any_version:
+            _check_version(version, path, migrate=False)
 
     return _connect(path, "ro", DEFAULT_BUSY_TIMEOUT_S, prepare, _read_error)
+
+
+def backup(path: str, out_path: str) -> None:
+    """Copy the database at `path` to the new file `out_path`, readable by its owner only, with
+    SQLite's online backup API in one step: one read transaction, so the copy is one consistent
+    snapshot while other processes keep committing (in WAL mode a reader holds up no writer).
+    The copy is written under a temporary name beside `out_path` and linked into place, so a
+    failed backup leaves nothing at `out_path`, and an existing file there is never replaced.
+    Raises StoreError."""
+    problem = db_path_problem(out_path)
+    if problem:
+        raise StoreError(problem)
+    if os.path.lexists(out_path):
+        raise StoreError(f"{out_path} exists; a backup never overwrites a file")
+    directory = os.path.dirname(os.path.abspath(out_path))
+    source = open_read_only(path, any_version=True)  # a file about to be upgraded is worth a copy
+    try:
+        import tempfile  # only here: an idle tick never imports it
+
+        fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(out_path)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        source.close()
+        raise StoreError(f"backup not written: {exc.strerror}: {directory}") from None
+    os.close(fd)  # mkstemp made it 0600; SQLite gives its journal the same mode
+    try:
+        copy = sqlite3.connect(temporary, isolation_level=None)
+        try:
+            source.backup(copy)  # pages=-1: every page in one step
+        finally:
+            copy.close()
+        os.link(temporary, out_path)  # unlike rename, fails when out_path appeared meanwhile
+    except FileExistsError:
+        raise StoreError(f"{out_path} exists; a backup never overwrites a file") from None
+    except sqlite3.Error as exc:
+        raise StoreError(describe_error(exc, path)) from None
+    except OSError as exc:
+        raise StoreError(f"backup not written: {exc.strerror}: {out_path}") from None
+    finally:
+        source.close()
+        os.unlink(temporary)
+
+
+def integrity_problems(path: str) -> list[str]:
+    """What SQLite's integrity and foreign-key checks find wrong with the database at `path`
+    (empty when it is sound), read-only. Raises StoreError when it cannot be opened at all."""
+    conn = open_read_only(path, any_version=True)
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        problems += [
+            f"a {table} row (rowid {rowid}) refers to a missing {parent} row"
+            for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")
+        ]
+    except sqlite3.DatabaseError as exc:  # "database disk image is malformed": the check stopped
+        problems = [str(exc)]
+    finally:
+        conn.close()
+    return problems
 
 
 def _read_error(exc: sqlite3.Error, path: str) -> str:

@@ -125,6 +125,8 @@ DB_COMMANDS = [
     ["notify", "list"],
     ["ping", "backups"],
     ["pause", "1"],
+    ["check"],
+    ["backup", "--out", "copy.db"],
 ]
 
 
