@@ -329,6 +329,10 @@ def _statements(script: str) -> Iterator[str]:
 
 def describe_error(exc: sqlite3.Error, path: str) -> str:
     text = str(exc)
+    # SQLite says "database or disk is full" when a write runs out of space, but "disk I/O error"
+    # when it is the -shm file it cannot allocate; the disk's free space tells the two apart
+    if "disk is full" in text or ("disk I/O" in text and _no_space_left(path)):
+        return f"no space left on the disk for database {path} (free some: the next tick runs normally)"
     if "locked" in text or "busy" in text:
         return f"database {path} is locked by another process (gave up waiting)"
     if "readonly" in text or "read-only" in text:
@@ -338,6 +342,20 @@ def describe_error(exc: sqlite3.Error, path: str) -> str:
     if "disk I/O" in text:
         return f"disk I/O error on database {path}"
     return f"database error on {path}: {text}"
+
+
+# less free space than this is a full disk for SQLite: the -shm file alone takes 32 KiB
+_FULL_BELOW_BYTES = 64 * 1024
+
+
+def _no_space_left(path: str) -> bool:
+    """True when the file system holding `path` has (almost) no space left for this user."""
+    try:
+        fs = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return False
+    blocks = fs.f_bfree if os.geteuid() == 0 else fs.f_bavail  # root may use the reserved blocks
+    return blocks * fs.f_frsize < _FULL_BELOW_BYTES
 
 
 @contextmanager
