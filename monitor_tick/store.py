@@ -29,6 +29,11 @@ from monitor_tick.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckRes
 SCHEMA_VERSION = 1
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
+# The -wal file: checkpointed once it holds this much, and cut back to it when SQLite starts it
+# over (journal_size_limit). Without the cut, a -wal grown while a reader held a transaction open
+# would keep its size for as long as any process (`serve`) has the database open.
+WAL_LIMIT_BYTES = 256 * 1024
+_PAGE_BYTES = 4096  # SQLite's default page size; nothing here changes it
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -149,6 +154,10 @@ def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # a passive checkpoint (it never waits for a reader) after any commit that leaves the -wal
+    # over WAL_LIMIT_BYTES, and the file cut back to that once the checkpoint has caught up
+    conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_LIMIT_BYTES // _PAGE_BYTES}")
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
 
 
 def open_read_only(path: str, *, any_version: bool = False) -> sqlite3.Connection:

@@ -7,21 +7,39 @@ import sqlite3
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from monitor_tick import clock, statuspage
+from monitor_tick.cli import app
 from tests.conftest import add
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 
 
-def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
 
 
-def assert_refused(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+def run(*args: str) -> Outcome:
+    """The Typer app in this process (the refusals under test are all the app's own)."""
+    result = CliRunner().invoke(app, list(args))
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def run_command(*args: str, cwd: Path) -> Outcome:
+    """The installed command: a plain tick runs on entry.py's fast path, without Typer."""
+    done = subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
+
+def assert_refused(result: Outcome, fragment: str) -> None:
     assert (result.returncode, result.stdout) == (2, ""), result
     assert result.stderr.startswith("monitor-tick: ") and result.stderr.count("\n") == 1, result.stderr
     assert fragment in result.stderr
@@ -115,8 +133,8 @@ def test_a_plan_floor_longer_than_the_schedule_honours_is_refused(db_path: str) 
 
 
 DB_COMMANDS = [
-    [],  # the tick, on the fast path (entry.py)
-    ["--status-page", "site"],  # the tick, through the Typer app
+    [],  # the tick
+    ["--status-page", "site"],
     ["--dry-run"],
     ["add", "http://127.0.0.1:9/"],
     ["list"],
@@ -130,13 +148,19 @@ DB_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("path", ["", ":memory:"])
 @pytest.mark.parametrize("command", DB_COMMANDS, ids=lambda c: " ".join(c) or "tick")
 def test_a_database_path_that_is_not_a_file_is_refused_everywhere(
-    tmp_path: Path, command: list[str], path: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
 ) -> None:
-    shown = "''" if not path else path
-    for args in ([*command, "--db", path], ["--db", path, *command]):  # the command's option, the root's
-        result = run(*args, cwd=tmp_path)
-        assert_refused(result, f"--db: {shown} is not a database file")
+    monkeypatch.chdir(tmp_path)
+    # the command's own --db and the root's (`monitor-tick --db PATH COMMAND`)
+    assert_refused(run(*command, "--db", ""), "--db: '' is not a database file")
+    assert_refused(run("--db", ":memory:", *command), "--db: :memory: is not a database file")
     assert list(tmp_path.iterdir()) == []  # no ./monitor-tick.db, no ':memory:' file
+
+
+@pytest.mark.parametrize("path", ["", ":memory:"])
+def test_the_ticks_fast_path_refuses_them_too(tmp_path: Path, path: str) -> None:
+    for args in (["--db", path], [f"--db={path}", "--dry-run"]):
+        assert_refused(run_command(*args, cwd=tmp_path), "is not a database file")
+    assert list(tmp_path.iterdir()) == []
