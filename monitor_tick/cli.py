@@ -7,8 +7,9 @@ itself failed (one line on stderr); 2 usage errors, bad option values included.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from functools import partial
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
@@ -27,14 +28,18 @@ from monitor_tick.entry import (
     run_tick_command,
 )
 from monitor_tick.model import (
+    MAX_INTERVAL_SEC,
     AlertSettings,
     InvalidMonitor,
     check_alert_settings,
+    check_name,
     expiry_text,
     monitor_state,
 )
 from monitor_tick.redact import redact_text, redact_url
 from monitor_tick.tick import DEFAULT_CATCH_UP_MINUTES, DEFAULT_CONCURRENCY
+
+_T = TypeVar("_T")
 
 app = typer.Typer(
     name="monitor-tick",
@@ -74,15 +79,41 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def db_path(ctx: typer.Context, db: str | None) -> str:
-    if db:
-        return db
-    root = ctx.find_root()
-    return (root.obj or {}).get("db") or DEFAULT_DB
+    """The command's --db, else the root's (`monitor-tick --db PATH COMMAND`), else the default;
+    a path that is not a file (``--db ""``, ``--db :memory:``) exits 2."""
+    if db is None:
+        db = (ctx.find_root().obj or {}).get("db")
+    path = DEFAULT_DB if db is None else db
+    problem = store.db_path_problem(path)
+    if problem:
+        fail(f"--db: {problem}", 2)
+    return path
+
+
+def shown_name(name: str) -> str:
+    """A name for a text table: whole, with anything unprintable (a row stored before names were
+    checked) as '?'."""
+    return "".join(ch if ch.isprintable() else "?" for ch in name)
 
 
 def connect(path: str) -> store.sqlite3.Connection:
     try:
         return store.open_db(path)
+    except store.StoreError as exc:
+        fail(str(exc))
+
+
+def checked_name(name: str, what: str) -> None:
+    try:
+        check_name(name, what)
+    except InvalidMonitor as exc:
+        fail(str(exc), 2)
+
+
+def read(path: str, reader: Callable[[store.sqlite3.Connection], _T]) -> _T:
+    """`reader(conn)` on the database opened read-only (store.read_db); a StoreError exits 1."""
+    try:
+        return store.read_db(path, reader)
     except store.StoreError as exc:
         fail(str(exc))
 
@@ -229,10 +260,17 @@ def add(
         ),
     ],
     name: Annotated[
-        str | None, typer.Option(help="A unique name. Default: the URL, its credentials and query values hidden.")
+        str | None,
+        typer.Option(
+            help="A unique name, one line, not all digits (those read as ids). "
+            "Default: the URL, its credentials and query values hidden."
+        ),
     ] = None,
     every: Annotated[
-        str, typer.Option(help="Interval, whole minutes: 1m, 5m, 1h, 1d or seconds (300). A heartbeat's period.")
+        str,
+        typer.Option(
+            help="Interval, whole minutes from 1m to 365d: 1m, 5m, 1h, 1d or seconds (300). A heartbeat's period."
+        ),
     ] = "5m",
     owner: Annotated[str | None, typer.Option(help="Owner name (see `owner add`); their plan's floor applies.")] = None,
     expect: Annotated[
@@ -329,11 +367,7 @@ def add(
 def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """List monitors with their interval, effective interval (after the plan floor) and state."""
     now_ms = clock.now_ms()
-    conn = connect(db_path(ctx, db))
-    try:
-        rows = store.list_monitors(conn, now_ms)
-    finally:
-        conn.close()
+    rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
     for row in rows:
         row["state"] = monitor_state(row)  # judged on the real url, shown redacted
         row["url"] = redact_url(row["url"])
@@ -344,12 +378,14 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
     if not rows:
         typer.echo("no monitors; add one with: monitor-tick add URL")
         return
-    typer.echo(f"{'ID':>5}  {'NAME':<24} {'EVERY':>6}  {'STATE':<12} URL")
-    for row in rows:
+    names = [shown_name(row["name"]) for row in rows]
+    width = max(24, *map(len, names))  # names whole: two long names never look the same
+    typer.echo(f"{'ID':>5}  {'NAME':<{width}} {'EVERY':>6}  {'STATE':<12} URL")
+    for row, name in zip(rows, names, strict=True):
         every = clock.format_duration_s(row["effective_interval_sec"])
         if row["effective_interval_sec"] != row["interval_sec"]:
             every += "*"
-        line = f"{row['id']:>5}  {row['name'][:24]:<24} {every:>6}  {row['state']:<12} {row['url']}"
+        line = f"{row['id']:>5}  {name:<{width}} {every:>6}  {row['state']:<12} {row['url']}"
         typer.echo(f"{line}  {row['note']}" if row["note"] else line)
     if any(r["effective_interval_sec"] != r["interval_sec"] for r in rows):
         typer.echo("* raised to the owner's plan floor")
@@ -442,6 +478,9 @@ def plan_add(
     floor_s = duration_s(min_interval, "--min-interval")
     if floor_s < 60 or floor_s % 60:
         fail(f"--min-interval must be whole minutes, at least 1m (got {min_interval})", 2)
+    if floor_s > MAX_INTERVAL_SEC:
+        fail(f"--min-interval must be at most {clock.format_duration_s(MAX_INTERVAL_SEC)} (got {min_interval})", 2)
+    checked_name(name, "plan name")
     _change(ctx, db, lambda conn: store.add_plan(conn, name, int(floor_s)))
 
 
@@ -460,6 +499,7 @@ def owner_add(
 ) -> None:
     """Add an owner. Example: monitor-tick owner add alice --plan pro --expires 2027-01-01"""
     expires_ms = instant_ms(expires, "--expires") if expires else None
+    checked_name(name, "owner name")
     _change(ctx, db, lambda conn: store.add_owner(conn, name, plan, expires_ms))
 
 
@@ -490,7 +530,7 @@ def maintenance_add(
 from monitor_tick.cli_notify import notify_app  # noqa: E402 -- it builds on the helpers above
 
 app.add_typer(notify_app, name="notify")
-from monitor_tick import cli_heartbeat, cli_status  # noqa: E402,F401  (register ping, serve, status-page, report)
+from monitor_tick import cli_backup, cli_heartbeat, cli_status  # noqa: E402,F401  (register backup, check, ping, serve, status-page, report)
 
 
 def main(args: list[str] | None = None) -> None:

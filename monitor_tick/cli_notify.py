@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from monitor_tick import alerts, clock, notify, store
-from monitor_tick.cli import DbOption, JsonOption, _change, connect, db_path, emit_json, fail
+from monitor_tick.cli import DbOption, JsonOption, _change, connect, db_path, emit_json, fail, read
 from monitor_tick.model import InvalidMonitor
 from monitor_tick.redact import redact_channel_url, redact_url
 
@@ -55,12 +55,9 @@ def notify_add(
 @notify_app.command("list")
 def notify_list(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """List channels (URLs redacted), what they cover, and their deliveries: pending, sent, given up."""
-    conn = connect(db_path(ctx, db))
-    try:
-        rows = store.list_channels(conn)
-        canary = store.get_setting(conn, store.CANARY_SETTING)
-    finally:
-        conn.close()
+    rows, canary = read(
+        db_path(ctx, db), lambda conn: (store.list_channels(conn), store.get_setting(conn, store.CANARY_SETTING))
+    )
     for row in rows:
         row["url"] = redact_channel_url(row["url"])
         row["covers"] = (

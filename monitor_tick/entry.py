@@ -165,7 +165,10 @@ def run_tick_command(
 ) -> int:
     """The tick as the command runs it: output on stdout/stderr, returns the exit code (0 the tick
     ran, down monitors included; 1 it failed; 2 a bad option value)."""
-    path = db or DEFAULT_DB
+    path = DEFAULT_DB if db is None else db
+    problem = store.db_path_problem(path)
+    if problem:
+        return _fail(f"--db: {problem}", 2)
     try:
         delay_s = _duration_s(retry_delay, "--retry-delay", zero_is_none=True)
         budget_s = _duration_s(budget, "--budget")

@@ -29,6 +29,11 @@ from monitor_tick.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckRes
 SCHEMA_VERSION = 3
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
+# The -wal file: checkpointed once it holds this much, and cut back to it when SQLite starts it
+# over (journal_size_limit). Without the cut, a -wal grown while a reader held a transaction open
+# would keep its size for as long as any process (`serve`) has the database open.
+WAL_LIMIT_BYTES = 256 * 1024
+_PAGE_BYTES = 4096  # SQLite's default page size; nothing here changes it
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -46,6 +51,15 @@ def schema_sql() -> str:
 # Opening
 
 
+def db_path_problem(path: str) -> str | None:
+    """Why `path` cannot be monitor-tick's database file, in a few words; None when it can be.
+    An empty path and SQLite's ':memory:' would each give a database that vanishes when the
+    command ends (or, through a URI, a stray file named ':memory:')."""
+    if path in ("", ":memory:"):
+        return f"{path or repr(path)} is not a database file (monitor-tick keeps its state in a file)"
+    return None
+
+
 def open_db(
     path: str, *, create: bool = True, migrate: bool = True, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
 ) -> sqlite3.Connection:
@@ -55,8 +69,11 @@ def open_db(
 
     Raises StoreError, having created or changed nothing, when the directory is missing or not
     writable, the file is read-only, not a monitor-tick database, or its schema is newer than
-    this program.
+    this program, or `path` is not a file name (db_path_problem).
     """
+    problem = db_path_problem(path)
+    if problem:
+        raise StoreError(problem)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise StoreError(f"database directory does not exist: {directory}")
@@ -71,9 +88,26 @@ def open_db(
         if not create:
             raise StoreError(f"no database at {path}")
         _create_private_file(path)
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        _configure(conn, busy_timeout_s)
+        _ensure_schema(conn, path, migrate=migrate)
+
+    return _connect(path, "rw", busy_timeout_s, prepare, describe_error)
+
+
+def _connect(
+    path: str,
+    mode: str,
+    busy_timeout_s: float,
+    prepare: Callable[[sqlite3.Connection], None],
+    describe: Callable[[sqlite3.Error, str], str],
+) -> sqlite3.Connection:
+    """Connect to `path` in SQLite's `mode` (rw, ro) and run `prepare` on the connection; on any
+    error close it and raise StoreError (`describe` words a sqlite3 error)."""
     try:
         conn = sqlite3.connect(
-            f"file:{_uri_path(path)}?mode=rw",
+            f"file:{_uri_path(path)}?mode={mode}",
             uri=True,
             timeout=busy_timeout_s,
             isolation_level=None,
@@ -82,11 +116,10 @@ def open_db(
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from None
     try:
-        _configure(conn, busy_timeout_s)
-        _ensure_schema(conn, path, migrate=migrate)
+        prepare(conn)
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(describe_error(exc, path)) from None
+        raise StoreError(describe(exc, path)) from None
     except StoreError:
         conn.close()
         raise
@@ -121,22 +154,130 @@ def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # a passive checkpoint (it never waits for a reader) after any commit that leaves the -wal
+    # over WAL_LIMIT_BYTES, and the file cut back to that once the checkpoint has caught up
+    conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_LIMIT_BYTES // _PAGE_BYTES}")
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
+
+
+def open_read_only(path: str, *, any_version: bool = False) -> sqlite3.Connection:
+    """Open the database at `path` for reading only (SQLite's mode=ro): never created, written or
+    upgraded, so a read-only file (or one in a read-only directory) still serves the commands
+    that only read. Raises StoreError when there is no database, it is not monitor-tick's, its
+    schema is not this program's (unless `any_version`: backup and check), or SQLite cannot
+    read it."""
+    problem = db_path_problem(path)
+    if problem:
+        raise StoreError(problem)
+    if not os.path.isfile(path):
+        raise StoreError(f"no database at {path}")
+    _check_header(path)
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(DEFAULT_BUSY_TIMEOUT_S * 1000)}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]  # the first read of the file
+        if version == 0:
+            _refuse_foreign(conn, path)
+            raise StoreError(f"no database at {path} (the file is empty: no command has written it yet)")
+        if not any_version:
+            _check_version(version, path, migrate=False)
+
+    return _connect(path, "ro", DEFAULT_BUSY_TIMEOUT_S, prepare, _read_error)
+
+
+def backup(path: str, out_path: str) -> None:
+    """Copy the database at `path` to the new file `out_path`, readable by its owner only, with
+    SQLite's online backup API in one step: one read transaction, so the copy is one consistent
+    snapshot while other processes keep committing (in WAL mode a reader holds up no writer).
+    The copy is written under a temporary name beside `out_path` and linked into place, so a
+    failed backup leaves nothing at `out_path`, and an existing file there is never replaced.
+    Raises StoreError."""
+    problem = db_path_problem(out_path)
+    if problem:
+        raise StoreError(problem)
+    if os.path.lexists(out_path):
+        raise StoreError(f"{out_path} exists; a backup never overwrites a file")
+    directory = os.path.dirname(os.path.abspath(out_path))
+    source = open_read_only(path, any_version=True)  # a file about to be upgraded is worth a copy
+    try:
+        import tempfile  # only here: an idle tick never imports it
+
+        fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(out_path)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        source.close()
+        raise StoreError(f"backup not written: {exc.strerror}: {directory}") from None
+    os.close(fd)  # mkstemp made it 0600; SQLite gives its journal the same mode
+    try:
+        copy = sqlite3.connect(temporary, isolation_level=None)
+        try:
+            source.backup(copy)  # pages=-1: every page in one step
+        finally:
+            copy.close()
+        os.link(temporary, out_path)  # unlike rename, fails when out_path appeared meanwhile
+    except FileExistsError:
+        raise StoreError(f"{out_path} exists; a backup never overwrites a file") from None
+    except sqlite3.Error as exc:
+        raise StoreError(describe_error(exc, path)) from None
+    except OSError as exc:
+        raise StoreError(f"backup not written: {exc.strerror}: {out_path}") from None
+    finally:
+        source.close()
+        os.unlink(temporary)
+
+
+def integrity_problems(path: str) -> list[str]:
+    """What SQLite's integrity and foreign-key checks find wrong with the database at `path`
+    (empty when it is sound), read-only. Raises StoreError when it cannot be opened at all."""
+    conn = open_read_only(path, any_version=True)
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        problems += [
+            f"a {table} row (rowid {rowid}) refers to a missing {parent} row"
+            for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")
+        ]
+    except sqlite3.DatabaseError as exc:  # "database disk image is malformed": the check stopped
+        problems = [str(exc)]
+    finally:
+        conn.close()
+    return problems
+
+
+def _read_error(exc: sqlite3.Error, path: str) -> str:
+    """describe_error, and the one case only a reader meets: a WAL database is read through its
+    -shm file, which exists while a writer has the database open; with none open, a reader must
+    create it, and cannot in a directory it may not write. (immutable=1 would skip the -shm, but
+    then a tick writing meanwhile could hand the reader a torn page.)"""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.access(directory, os.W_OK) and not os.path.exists(f"{path}-shm"):
+        return f"cannot read database {path}: SQLite needs {path}-shm beside it and {directory} is not writable"
+    return describe_error(exc, path)
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: str) -> None:
+    """Raise StoreError when a database at schema version 0 already has tables (not ours)."""
+    if conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]:
+        raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
+
+
+def _check_version(version: int, path: str, *, migrate: bool) -> None:
+    """Raise StoreError for a schema this program cannot use: newer, or older without `migrate`."""
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"database {path} has schema version {version}, newer than this monitor-tick "
+            f"understands ({SCHEMA_VERSION}); upgrade monitor-tick"
+        )
+    if 0 < version < SCHEMA_VERSION and not migrate:
+        raise StoreError(
+            f"database {path} has schema version {version}, older than this monitor-tick's "
+            f"({SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it"
+        )
 
 
 def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"database {path} has schema version {version}, newer than this monitor-tick "
-            f"understands ({SCHEMA_VERSION}); upgrade monitor-tick"
-        )
-    if version and not migrate:
-        raise StoreError(
-            f"database {path} has schema version {version}, older than this monitor-tick's "
-            f"({SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it"
-        )
+    _check_version(version, path, migrate=migrate)
     # table rebuilds (see migrations/) need foreign keys off, and that cannot change inside a
     # transaction; foreign_key_check below stands in for them before the upgrade commits
     conn.execute("PRAGMA foreign_keys = OFF")
@@ -147,9 +288,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> Non
             conn.execute("COMMIT")
             return
         if version == 0:
-            tables = conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]
-            if tables:
-                raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
+            _refuse_foreign(conn, path)
             for statement in _statements(schema_sql()):
                 conn.execute(statement)
         else:
@@ -199,6 +338,10 @@ def _statements(script: str) -> Iterator[str]:
 
 def describe_error(exc: sqlite3.Error, path: str) -> str:
     text = str(exc)
+    # SQLite says "database or disk is full" when a write runs out of space, but "disk I/O error"
+    # when it is the -shm file it cannot allocate; the disk's free space tells the two apart
+    if "disk is full" in text or ("disk I/O" in text and _no_space_left(path)):
+        return f"no space left on the disk for database {path} (free some: the next tick runs normally)"
     if "locked" in text or "busy" in text:
         return f"database {path} is locked by another process (gave up waiting)"
     if "readonly" in text or "read-only" in text:
@@ -208,6 +351,20 @@ def describe_error(exc: sqlite3.Error, path: str) -> str:
     if "disk I/O" in text:
         return f"disk I/O error on database {path}"
     return f"database error on {path}: {text}"
+
+
+# less free space than this is a full disk for SQLite: the -shm file alone takes 32 KiB
+_FULL_BELOW_BYTES = 64 * 1024
+
+
+def _no_space_left(path: str) -> bool:
+    """True when the file system holding `path` has (almost) no space left for this user."""
+    try:
+        fs = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return False
+    blocks = fs.f_bfree if os.geteuid() == 0 else fs.f_bavail  # root may use the reserved blocks
+    return blocks * fs.f_frsize < _FULL_BELOW_BYTES
 
 
 @contextmanager
@@ -1304,9 +1461,9 @@ def last_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
 
 
 def read_db(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T:
-    """Open the database at `path`, call `read` with the connection, close it. Raises
-    StoreError, for sqlite3 errors during `read` too; never creates or upgrades a database."""
-    conn = open_db(path, create=False, migrate=False)
+    """Open the database at `path` read-only (open_read_only), call `read` with the connection,
+    close it. Raises StoreError, for sqlite3 errors during `read` too."""
+    conn = open_read_only(path)
     try:
         return read(conn)
     except sqlite3.Error as exc:

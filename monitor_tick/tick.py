@@ -193,11 +193,11 @@ def due_now(options: TickOptions) -> tuple[int, list[Monitor], list[tuple[int, s
     """--dry-run: (minute, monitors due, invalid rows) without claiming or writing."""
     now_ms = tick_time_ms(options.minute)
     minute = clock.minute_of_ms(now_ms)
-    conn = store.open_db(options.db_path, busy_timeout_s=options.busy_timeout_s)
-    try:
-        good, bad = split_rows(select_due_rows(conn, [minute], now_ms, replay=options.minute is not None))
-    finally:
-        conn.close()
+    # read-only: a dry run never creates, writes or upgrades the database
+    replay = options.minute is not None
+    good, bad = store.read_db(
+        options.db_path, lambda conn: split_rows(select_due_rows(conn, [minute], now_ms, replay=replay))
+    )
     return minute, good, bad
 
 

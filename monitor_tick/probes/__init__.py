@@ -38,6 +38,8 @@ from monitor_tick.model import (
     InvalidMonitor,
     Monitor,
     check_common,
+    check_name,
+    line_breaker,
 )
 from monitor_tick.probes import heartbeat, http, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
@@ -91,12 +93,17 @@ def check_monitor(monitor: Monitor) -> Kind:
 
 def new_monitor(*, name: str | None, url: str, interval_sec: int, aligned: bool, given: Mapping[str, Any]) -> Monitor:
     """A monitor as `add` creates it: its kind's defaults, then the options the user gave.
-    Raises InvalidMonitor (an option given for a kind it does not apply to included)."""
+    Raises InvalidMonitor (an option given for a kind it does not apply to included, and a name
+    or URL that would break a one-line output)."""
+    problem = line_breaker(url)
+    if problem:  # checked here, not on stored rows: it would become the default name
+        raise InvalidMonitor(f"url contains {problem}")
     kind = PROBES[kind_of_url(url)]
     for option in given:
         if option not in kind.options:
             raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
     monitor = draft_monitor(name=name, url=url, interval_sec=interval_sec, aligned=aligned, given=given)
+    check_name(monitor.name, may_be_number=False)
     check_monitor(monitor)
     return monitor
 
@@ -106,7 +113,7 @@ def draft_monitor(*, name: str | None, url: str, interval_sec: int, aligned: boo
     kind = PROBES[kind_of_url(url)]
     return Monitor(
         id=0,
-        name=name or redact_url(url),  # a default name is shown everywhere: no secrets in it
+        name=redact_url(url) if name is None else name,  # a default name is shown everywhere: no secrets in it
         kind=kind.name,
         url=url,
         interval_sec=interval_sec,
