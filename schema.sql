@@ -1,4 +1,4 @@
--- monitor-tick schema, version 1 (PRAGMA user_version = 1; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 3 (PRAGMA user_version = 3; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -51,7 +51,8 @@ CREATE TABLE monitors (
     expect_status TEXT    NOT NULL DEFAULT '200-399',
     -- the body (first 1 MiB) must contain this text; NULL: no keyword check
     keyword       TEXT,
-    -- one hard deadline covering connect, headers and body, retries included
+    -- one hard deadline covering connect, headers and body, retries included; `add` takes at
+    -- most 25 s, and a row above that (older versions took 30 s) is probed at 25 s
     timeout_s     REAL    NOT NULL DEFAULT 10 CHECK (timeout_s > 0 AND timeout_s <= 30),
     -- extra attempts within the same tick before a failure counts as down (0 disables)
     retries       INTEGER NOT NULL DEFAULT 1 CHECK (retries BETWEEN 0 AND 3),
@@ -164,9 +165,14 @@ CREATE TABLE ticks (
     unknown        INTEGER,
     opened         INTEGER,
     resolved       INTEGER,
-    -- 1: nearly every probe failed with dns/connect errors (or the canary failed): the probe host
-    -- had lost its network. Those checks were counted as unknown; no incident changed, nobody was told.
-    network_lost   INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
+    -- 1: some probe failed with dns/connect errors and the network canary failed too: the probe
+    -- host had lost its network. Those checks were counted as unknown; no incident changed, nobody
+    -- was told. Never set without a canary.
+    network_lost   INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1)),
+    -- a JSON array: the monitors this run probed but did not record (unknown: cut off by the
+    -- budget, our network lost). A --force rerun of the minute records only these and monitors
+    -- added after started_at_ms, so no monitor-minute is counted twice. NULL: none (or unknown).
+    unrecorded_ids TEXT
 ) STRICT;
 
 -- ---------------------------------------------------------------------------------------------
@@ -192,11 +198,12 @@ CREATE TABLE channels (
 ) STRICT;
 
 -- What happened to an incident that people are told about: 'down' (confirmed), 'up' (resolved
--- after being confirmed), 'reminder' (still down). Written in the tick's results transaction.
+-- after being confirmed), 'reminder' (still down), 'paused' (housekeeping auto-paused the
+-- monitor). Written in the tick's results (or housekeeping) transaction.
 CREATE TABLE incident_events (
     id            INTEGER PRIMARY KEY,
     incident_id   INTEGER NOT NULL REFERENCES incidents (id) ON DELETE CASCADE,
-    kind          TEXT    NOT NULL CHECK (kind IN ('down', 'up', 'reminder')),
+    kind          TEXT    NOT NULL CHECK (kind IN ('down', 'up', 'reminder', 'paused')),
     created_at_ms INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX incident_events_by_incident ON incident_events (incident_id);

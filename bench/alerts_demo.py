@@ -8,6 +8,7 @@ started again while replayed ticks run through the installed `monitor-tick`; a J
 from __future__ import annotations
 
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -55,6 +56,11 @@ def main() -> None:
         site = start_site(port)
         run("add", f"http://127.0.0.1:{port}/?token=abc", "--name", "shop", "--every", "1m", "--retries", "0")
         run("notify", "add", receiver.apprise_url("/hooks/s3cret-path"))
+        # the replayed minutes are in the past: date the monitor back to before them (a replay
+        # records nothing for a monitor added after its minute)
+        with sqlite3.connect(db) as raw:
+            raw.execute("UPDATE monitors SET created_at_ms = ?", (FIRST_MINUTE * 60_000,))
+        raw.close()
         for offset in range(8):
             if offset == 1:  # the service stops...
                 site.kill()

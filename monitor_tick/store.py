@@ -26,9 +26,14 @@ from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms, 
 from monitor_tick.core.incidents import Open, Step, Transition, step
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, CheckResult, Monitor, Pings
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 3
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
+# The -wal file: checkpointed once it holds this much, and cut back to it when SQLite starts it
+# over (journal_size_limit). Without the cut, a -wal grown while a reader held a transaction open
+# would keep its size for as long as any process (`serve`) has the database open.
+WAL_LIMIT_BYTES = 256 * 1024
+_PAGE_BYTES = 4096  # SQLite's default page size; nothing here changes it
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
@@ -46,6 +51,15 @@ def schema_sql() -> str:
 # Opening
 
 
+def db_path_problem(path: str) -> str | None:
+    """Why `path` cannot be monitor-tick's database file, in a few words; None when it can be.
+    An empty path and SQLite's ':memory:' would each give a database that vanishes when the
+    command ends (or, through a URI, a stray file named ':memory:')."""
+    if path in ("", ":memory:"):
+        return f"{path or repr(path)} is not a database file (monitor-tick keeps its state in a file)"
+    return None
+
+
 def open_db(
     path: str, *, create: bool = True, migrate: bool = True, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
 ) -> sqlite3.Connection:
@@ -55,8 +69,11 @@ def open_db(
 
     Raises StoreError, having created or changed nothing, when the directory is missing or not
     writable, the file is read-only, not a monitor-tick database, or its schema is newer than
-    this program.
+    this program, or `path` is not a file name (db_path_problem).
     """
+    problem = db_path_problem(path)
+    if problem:
+        raise StoreError(problem)
     directory = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(directory):
         raise StoreError(f"database directory does not exist: {directory}")
@@ -71,9 +88,26 @@ def open_db(
         if not create:
             raise StoreError(f"no database at {path}")
         _create_private_file(path)
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        _configure(conn, busy_timeout_s)
+        _ensure_schema(conn, path, migrate=migrate)
+
+    return _connect(path, "rw", busy_timeout_s, prepare, describe_error)
+
+
+def _connect(
+    path: str,
+    mode: str,
+    busy_timeout_s: float,
+    prepare: Callable[[sqlite3.Connection], None],
+    describe: Callable[[sqlite3.Error, str], str],
+) -> sqlite3.Connection:
+    """Connect to `path` in SQLite's `mode` (rw, ro) and run `prepare` on the connection; on any
+    error close it and raise StoreError (`describe` words a sqlite3 error)."""
     try:
         conn = sqlite3.connect(
-            f"file:{_uri_path(path)}?mode=rw",
+            f"file:{_uri_path(path)}?mode={mode}",
             uri=True,
             timeout=busy_timeout_s,
             isolation_level=None,
@@ -82,11 +116,10 @@ def open_db(
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from None
     try:
-        _configure(conn, busy_timeout_s)
-        _ensure_schema(conn, path, migrate=migrate)
+        prepare(conn)
     except sqlite3.Error as exc:
         conn.close()
-        raise StoreError(describe_error(exc, path)) from None
+        raise StoreError(describe(exc, path)) from None
     except StoreError:
         conn.close()
         raise
@@ -121,22 +154,130 @@ def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
     conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
+    # a passive checkpoint (it never waits for a reader) after any commit that leaves the -wal
+    # over WAL_LIMIT_BYTES, and the file cut back to that once the checkpoint has caught up
+    conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_LIMIT_BYTES // _PAGE_BYTES}")
+    conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
+
+
+def open_read_only(path: str, *, any_version: bool = False) -> sqlite3.Connection:
+    """Open the database at `path` for reading only (SQLite's mode=ro): never created, written or
+    upgraded, so a read-only file (or one in a read-only directory) still serves the commands
+    that only read. Raises StoreError when there is no database, it is not monitor-tick's, its
+    schema is not this program's (unless `any_version`: backup and check), or SQLite cannot
+    read it."""
+    problem = db_path_problem(path)
+    if problem:
+        raise StoreError(problem)
+    if not os.path.isfile(path):
+        raise StoreError(f"no database at {path}")
+    _check_header(path)
+
+    def prepare(conn: sqlite3.Connection) -> None:
+        conn.execute(f"PRAGMA busy_timeout = {int(DEFAULT_BUSY_TIMEOUT_S * 1000)}")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]  # the first read of the file
+        if version == 0:
+            _refuse_foreign(conn, path)
+            raise StoreError(f"no database at {path} (the file is empty: no command has written it yet)")
+        if not any_version:
+            _check_version(version, path, migrate=False)
+
+    return _connect(path, "ro", DEFAULT_BUSY_TIMEOUT_S, prepare, _read_error)
+
+
+def backup(path: str, out_path: str) -> None:
+    """Copy the database at `path` to the new file `out_path`, readable by its owner only, with
+    SQLite's online backup API in one step: one read transaction, so the copy is one consistent
+    snapshot while other processes keep committing (in WAL mode a reader holds up no writer).
+    The copy is written under a temporary name beside `out_path` and linked into place, so a
+    failed backup leaves nothing at `out_path`, and an existing file there is never replaced.
+    Raises StoreError."""
+    problem = db_path_problem(out_path)
+    if problem:
+        raise StoreError(problem)
+    if os.path.lexists(out_path):
+        raise StoreError(f"{out_path} exists; a backup never overwrites a file")
+    directory = os.path.dirname(os.path.abspath(out_path))
+    source = open_read_only(path, any_version=True)  # a file about to be upgraded is worth a copy
+    try:
+        import tempfile  # only here: an idle tick never imports it
+
+        fd, temporary = tempfile.mkstemp(prefix=f".{os.path.basename(out_path)}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        source.close()
+        raise StoreError(f"backup not written: {exc.strerror}: {directory}") from None
+    os.close(fd)  # mkstemp made it 0600; SQLite gives its journal the same mode
+    try:
+        copy = sqlite3.connect(temporary, isolation_level=None)
+        try:
+            source.backup(copy)  # pages=-1: every page in one step
+        finally:
+            copy.close()
+        os.link(temporary, out_path)  # unlike rename, fails when out_path appeared meanwhile
+    except FileExistsError:
+        raise StoreError(f"{out_path} exists; a backup never overwrites a file") from None
+    except sqlite3.Error as exc:
+        raise StoreError(describe_error(exc, path)) from None
+    except OSError as exc:
+        raise StoreError(f"backup not written: {exc.strerror}: {out_path}") from None
+    finally:
+        source.close()
+        os.unlink(temporary)
+
+
+def integrity_problems(path: str) -> list[str]:
+    """What SQLite's integrity and foreign-key checks find wrong with the database at `path`
+    (empty when it is sound), read-only. Raises StoreError when it cannot be opened at all."""
+    conn = open_read_only(path, any_version=True)
+    try:
+        problems = [row[0] for row in conn.execute("PRAGMA integrity_check") if row[0] != "ok"]
+        problems += [
+            f"a {table} row (rowid {rowid}) refers to a missing {parent} row"
+            for table, rowid, parent, _ in conn.execute("PRAGMA foreign_key_check")
+        ]
+    except sqlite3.DatabaseError as exc:  # "database disk image is malformed": the check stopped
+        problems = [str(exc)]
+    finally:
+        conn.close()
+    return problems
+
+
+def _read_error(exc: sqlite3.Error, path: str) -> str:
+    """describe_error, and the one case only a reader meets: a WAL database is read through its
+    -shm file, which exists while a writer has the database open; with none open, a reader must
+    create it, and cannot in a directory it may not write. (immutable=1 would skip the -shm, but
+    then a tick writing meanwhile could hand the reader a torn page.)"""
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.access(directory, os.W_OK) and not os.path.exists(f"{path}-shm"):
+        return f"cannot read database {path}: SQLite needs {path}-shm beside it and {directory} is not writable"
+    return describe_error(exc, path)
+
+
+def _refuse_foreign(conn: sqlite3.Connection, path: str) -> None:
+    """Raise StoreError when a database at schema version 0 already has tables (not ours)."""
+    if conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]:
+        raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
+
+
+def _check_version(version: int, path: str, *, migrate: bool) -> None:
+    """Raise StoreError for a schema this program cannot use: newer, or older without `migrate`."""
+    if version > SCHEMA_VERSION:
+        raise StoreError(
+            f"database {path} has schema version {version}, newer than this monitor-tick "
+            f"understands ({SCHEMA_VERSION}); upgrade monitor-tick"
+        )
+    if 0 < version < SCHEMA_VERSION and not migrate:
+        raise StoreError(
+            f"database {path} has schema version {version}, older than this monitor-tick's "
+            f"({SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it"
+        )
 
 
 def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"database {path} has schema version {version}, newer than this monitor-tick "
-            f"understands ({SCHEMA_VERSION}); upgrade monitor-tick"
-        )
-    if version and not migrate:
-        raise StoreError(
-            f"database {path} has schema version {version}, older than this monitor-tick's "
-            f"({SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it"
-        )
+    _check_version(version, path, migrate=migrate)
     # table rebuilds (see migrations/) need foreign keys off, and that cannot change inside a
     # transaction; foreign_key_check below stands in for them before the upgrade commits
     conn.execute("PRAGMA foreign_keys = OFF")
@@ -147,9 +288,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> Non
             conn.execute("COMMIT")
             return
         if version == 0:
-            tables = conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]
-            if tables:
-                raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
+            _refuse_foreign(conn, path)
             for statement in _statements(schema_sql()):
                 conn.execute(statement)
         else:
@@ -199,6 +338,10 @@ def _statements(script: str) -> Iterator[str]:
 
 def describe_error(exc: sqlite3.Error, path: str) -> str:
     text = str(exc)
+    # SQLite says "database or disk is full" when a write runs out of space, but "disk I/O error"
+    # when it is the -shm file it cannot allocate; the disk's free space tells the two apart
+    if "disk is full" in text or ("disk I/O" in text and _no_space_left(path)):
+        return f"no space left on the disk for database {path} (free some: the next tick runs normally)"
     if "locked" in text or "busy" in text:
         return f"database {path} is locked by another process (gave up waiting)"
     if "readonly" in text or "read-only" in text:
@@ -208,6 +351,20 @@ def describe_error(exc: sqlite3.Error, path: str) -> str:
     if "disk I/O" in text:
         return f"disk I/O error on database {path}"
     return f"database error on {path}: {text}"
+
+
+# less free space than this is a full disk for SQLite: the -shm file alone takes 32 KiB
+_FULL_BELOW_BYTES = 64 * 1024
+
+
+def _no_space_left(path: str) -> bool:
+    """True when the file system holding `path` has (almost) no space left for this user."""
+    try:
+        fs = os.statvfs(os.path.dirname(os.path.abspath(path)))
+    except OSError:
+        return False
+    blocks = fs.f_bfree if os.geteuid() == 0 else fs.f_bavail  # root may use the reserved blocks
+    return blocks * fs.f_frsize < _FULL_BELOW_BYTES
 
 
 @contextmanager
@@ -238,62 +395,120 @@ def claim_minute(conn: sqlite3.Connection, minute: int, started_at_ms: int, *, f
 
 
 @dataclass(frozen=True)
+class Rerun:
+    """A --force rerun of a minute whose run finished: it records only what that run did not."""
+
+    run_minute: int  # the ledger row of the run (the minute itself, or the one that caught it up)
+    started_at_ms: int  # when that run (or the last rerun) started
+    unrecorded: frozenset[int]  # monitors it probed but did not record (unknown)
+
+    def may_record(self, monitor: int, created_at_ms: int) -> bool:
+        """Whether a check of `monitor` would be its first for the run's minutes."""
+        return monitor in self.unrecorded or created_at_ms > self.started_at_ms
+
+
+@dataclass(frozen=True)
 class Claim:
     minute: int
     covered: list[int]  # earlier, unclaimed minutes this run probes for (catch-up)
     missed: int  # unclaimed minutes too old to probe for, recorded as missed
+    rerun: Rerun | None = None  # set when this is a --force rerun of a finished minute
 
 
 MAX_MISSED_MINUTES = 90 * 1_440  # a longer gap is recorded for its last 90 days only
 
+# A row recorded as missed by a run whose clock read later than this run's (`:at_ms`): a clock
+# that was ahead claimed minutes that had not come yet. Nothing was probed for it, so a live tick
+# may take it over without counting anything twice (item 9 of issue 10: otherwise one tick under
+# a clock 3 hours ahead leaves the live ticks that follow nothing to do for 3 hours).
+_CLAIMED_AHEAD = ":reclaim AND ticks.missed = 1 AND ticks.started_at_ms > :at_ms"
+
 
 def claim_minutes(
-    conn: sqlite3.Connection, minute: int, started_at_ms: int, *, force: bool, catch_up_minutes: int
+    conn: sqlite3.Connection,
+    minute: int,
+    started_at_ms: int,
+    *,
+    force: bool,
+    catch_up_minutes: int,
+    reclaim_missed: bool = False,
 ) -> Claim | None:
     """Claim `minute`, and with `catch_up_minutes` > 0 the unclaimed minutes since the newest
     claimed one: those within the window are covered by this run, older ones recorded as
     missed. None when another run already has `minute`. Each minute is claimed by exactly one
     run, however many race (INSERT ... ON CONFLICT DO NOTHING inside one write transaction).
+
+    `reclaim_missed` (live ticks): minutes recorded as missed by a run whose clock read later
+    than `started_at_ms` count as unclaimed. With `force`, a minute whose run finished is
+    returned with `rerun` (record only what that run did not); one that never ran or whose run
+    died is claimed afresh.
     """
     with write_tx(conn):
         if force:
-            conn.execute(
-                "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) "
-                "ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, "
-                "finished_at_ms = NULL, covered_by = NULL, missed = 0",
-                (minute, started_at_ms),
-            )
-            return Claim(minute, [], 0)
+            return _claim_forced(conn, minute, started_at_ms)
+        params = {"minute": minute, "at_ms": started_at_ms, "reclaim": reclaim_missed}
         cursor = conn.execute(
-            "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) ON CONFLICT (minute) DO NOTHING",
-            (minute, started_at_ms),
+            "INSERT INTO ticks (minute, started_at_ms) VALUES (:minute, :at_ms) ON CONFLICT (minute) "
+            f"DO UPDATE SET started_at_ms = excluded.started_at_ms, missed = 0 WHERE {_CLAIMED_AHEAD}",
+            params,
         )
         if cursor.rowcount != 1:
             return None
         if catch_up_minutes <= 0:
             return Claim(minute, [], 0)
-        last = _one(conn, "SELECT max(minute) FROM ticks WHERE minute < ?", (minute,))
+        last = _one(
+            conn,
+            # newest first through the primary key, stopping at the first match (max() would scan)
+            f"SELECT minute FROM ticks WHERE minute < :minute AND NOT ({_CLAIMED_AHEAD}) ORDER BY minute DESC LIMIT 1",
+            params,
+        )
         if last is None or last >= minute - 1:  # the first tick ever, or no gap
             return Claim(minute, [], 0)
         window_start = max(last + 1, minute - catch_up_minutes)
         missed_start = max(last + 1, window_start - MAX_MISSED_MINUTES)
         missed = conn.execute(
             _INSERT_RANGE.format(columns="minute, started_at_ms, missed", values="m, :at_ms, 1"),
-            {"first": missed_start, "last": window_start - 1, "at_ms": started_at_ms},
+            {**params, "first": missed_start, "last": window_start - 1},
         ).fetchall()
         covered = conn.execute(
             _INSERT_RANGE.format(columns="minute, started_at_ms, covered_by", values="m, :at_ms, :by"),
-            {"first": window_start, "last": minute - 1, "at_ms": started_at_ms, "by": minute},
+            {**params, "first": window_start, "last": minute - 1, "by": minute},
         ).fetchall()
         return Claim(minute, sorted(row[0] for row in covered), len(missed))
 
 
-_INSERT_RANGE = """
+def _claim_forced(conn: sqlite3.Connection, minute: int, started_at_ms: int) -> Claim:
+    """--force: a rerun of a finished run (see Rerun), or a fresh claim when nothing was recorded
+    for `minute` (never claimed, missed, or its run died: finished_at_ms NULL)."""
+    found = conn.execute("SELECT coalesce(covered_by, minute) FROM ticks WHERE minute = ? AND missed = 0", (minute,))
+    row = found.fetchone()
+    run = None
+    if row is not None:
+        run = conn.execute(
+            "SELECT minute, started_at_ms, unrecorded_ids FROM ticks WHERE minute = ? AND finished_at_ms IS NOT NULL",
+            (row[0],),
+        ).fetchone()
+    if run is not None:
+        unrecorded = frozenset(int(i) for i in json.loads(run[2] or "[]"))
+        return Claim(minute, [], 0, Rerun(int(run[0]), int(run[1]), unrecorded))
+    conn.execute(
+        "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) "
+        "ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, "
+        "finished_at_ms = NULL, covered_by = NULL, missed = 0, unrecorded_ids = NULL",
+        (minute, started_at_ms),
+    )
+    return Claim(minute, [], 0)
+
+
+_INSERT_RANGE = (
+    """
 WITH RECURSIVE r(m) AS (SELECT :first WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last)
 INSERT INTO ticks ({columns}) SELECT {values} FROM r WHERE true
-ON CONFLICT (minute) DO NOTHING
-RETURNING minute
-"""
+ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, covered_by = excluded.covered_by,
+  missed = excluded.missed WHERE """
+    + _CLAIMED_AHEAD
+    + "\nRETURNING minute\n"
+)
 
 
 # The floor (seconds) in force for owner `o` joined to plan `p`, given the default plan's floor
@@ -428,6 +643,8 @@ def write_results(
     finished_at_ms: int,
     *,
     network_lost: bool = False,
+    ahead_after_ms: int | None = None,
+    rerun: Rerun | None = None,
 ) -> WriteSummary:
     """Write one tick's results in one transaction: a rollup upsert per decided check, an
     incident step per down check or per up check of a monitor with an open incident (see
@@ -437,13 +654,21 @@ def write_results(
 
     A result is stale when a newer check of the same monitor is already counted (a later tick
     that overlapped this one committed first): it is counted in the rollup but changes no
-    incident, so state never flips backwards. Raises sqlite3.Error; nothing is written then.
+    incident, so state never flips backwards. A check counted after `ahead_after_ms` (a live
+    tick's clock reading plus the longest it can have run) cannot come from a later tick: a
+    clock that was ahead counted it, and it makes nothing stale, so it cannot hide an outage.
+
+    `rerun` (a --force rerun; `results` holds only what it may record): the run's ledger row
+    keeps its figures and is told what is now recorded. Raises sqlite3.Error; nothing is
+    written then.
     """
     up = down = unknown = stale = 0
     opened: list[int] = []
     resolved: list[int] = []
     confirmed: list[int] = []
     hour_ms = hour_start_ms(at_ms)
+    ahead = _NEVER if ahead_after_ms is None else ahead_after_ms
+    unrecorded: list[int] = []
     with write_tx(conn):
         open_by_monitor = _open_incidents(conn)
         results = list(results)
@@ -454,6 +679,7 @@ def write_results(
                 continue
             if result.status == "unknown":
                 unknown += 1
+                unrecorded.append(result.monitor_id)
                 continue
             is_up = result.status == "up"
             up += is_up
@@ -473,7 +699,9 @@ def write_results(
                 },
             ).fetchone()
             could_change = not is_up or result.monitor_id in open_by_monitor
-            if last_check_ms > at_ms or (could_change and _newer_check_exists(conn, result.monitor_id, at_ms)):
+            if at_ms < last_check_ms <= ahead or (
+                could_change and _newer_check_exists(conn, result.monitor_id, at_ms, ahead)
+            ):
                 stale += 1
                 continue
             change = _apply_incident_step(
@@ -486,11 +714,20 @@ def write_results(
                     resolved.append(result.monitor_id)
                 if change.confirms:
                     confirmed.append(result.monitor_id)
+        if rerun is not None:
+            recorded = {r.monitor_id for r in results if r.status != "unknown"}
+            conn.execute(
+                "UPDATE ticks SET started_at_ms = ?, finished_at_ms = ?, unrecorded_ids = ? WHERE minute = ?",
+                (at_ms, finished_at_ms, _id_list((rerun.unrecorded - recorded) | set(unrecorded)), rerun.run_minute),
+            )
+            return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
         own_minute, *covered = minutes or [None]  # no minute: results only (bench, tests)
         conn.execute(
             "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
-            "unknown = :unknown, opened = :opened, resolved = :resolved WHERE minute = :minute",
+            "unknown = :unknown, opened = :opened, resolved = :resolved, unrecorded_ids = :unrecorded "
+            "WHERE minute = :minute",
             {
+                "unrecorded": _id_list(unrecorded),
                 "finished": finished_at_ms,
                 "due": up + down + unknown,
                 "up": up,
@@ -510,31 +747,69 @@ def write_results(
     return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
 
 
-def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int) -> bool:
-    """Whether a check newer than `at_ms` is counted in a later hour than at_ms's (a tick that
-    overlapped this one across an hour boundary, or a replay of an older minute). Read only for
-    results that could change an incident, so a healthy monitor still costs one upsert."""
+_NEVER = 2**62  # no instant is counted after it: for replays every newer check is a later one
+
+
+def _id_list(ids: Iterable[int]) -> str | None:
+    """Monitor ids as a ledger column holds them: a JSON array, NULL when there are none."""
+    ordered = sorted(set(ids))
+    return json.dumps(ordered, separators=(",", ":")) if ordered else None
+
+
+def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int, ahead_after_ms: int) -> bool:
+    """Whether a check newer than `at_ms`, and not after `ahead_after_ms` (see write_results), is
+    counted in a later hour than at_ms's (a tick that overlapped this one across an hour
+    boundary, or a replay of an older minute). Read only for results that could change an
+    incident, so a healthy monitor still costs one upsert."""
     newest = _one(
         conn,
-        "SELECT max(last_check_ms) FROM rollups WHERE monitor_id = ? AND hour_start_ms > ?",
-        (monitor, hour_start_ms(at_ms)),
+        "SELECT max(last_check_ms) FROM rollups WHERE monitor_id = ? AND hour_start_ms > ? AND last_check_ms <= ?",
+        (monitor, hour_start_ms(at_ms), ahead_after_ms),
     )
     return newest is not None and newest > at_ms
 
 
-def housekeep(conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int) -> tuple[int, int]:
+@dataclass(frozen=True)
+class AutoPaused:
+    monitor_id: int
+    name: str
+    down_since_ms: int
+
+
+def _auto_pause(conn: sqlite3.Connection, now_ms: int, after_ms: int) -> list[AutoPaused]:
+    """Auto-pause the monitors down continuously for longer than `after_ms`, each with a
+    'paused' event to notify: a monitor that stops being probed is never silent."""
+    found = conn.execute(
+        "SELECT m.id, m.name, i.id, i.started_at_ms FROM monitors m "
+        "JOIN incidents i ON i.monitor_id = m.id AND i.resolved_at_ms IS NULL "
+        "WHERE m.auto_paused = 0 AND i.started_at_ms < ? ORDER BY m.id",
+        (now_ms - after_ms,),
+    ).fetchall()
+    for monitor, _, incident_id, _ in found:
+        conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id = ?", (monitor,))
+        _record_event(conn, incident_id, monitor, "paused", now_ms)
+    return [AutoPaused(monitor, name, started_ms) for monitor, name, _, started_ms in found]
+
+
+def housekeep(
+    conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int
+) -> tuple[list[AutoPaused], int]:
     """Auto-pause monitors down continuously for longer than `auto_pause_after_ms` and delete
-    rollups (and ledger minutes) older than the retention period. Returns (paused, rollups deleted)."""
+    rollups, ledger minutes, and incident events with their deliveries older than the retention
+    period; an open incident's events stay (it is still being told about). Returns (paused,
+    rollups deleted)."""
     with write_tx(conn):
-        paused = conn.execute(
-            "UPDATE monitors SET auto_paused = 1 WHERE auto_paused = 0 AND id IN "
-            "(SELECT monitor_id FROM incidents WHERE resolved_at_ms IS NULL AND started_at_ms < ?)",
-            (now_ms - auto_pause_after_ms,),
-        ).rowcount
+        paused = _auto_pause(conn, now_ms, auto_pause_after_ms)
         deleted = conn.execute(
             "DELETE FROM rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),)
         ).rowcount
         conn.execute("DELETE FROM ticks WHERE minute < ?", (minute_of_ms(now_ms - retention_ms),))
+        # deliveries go with their events (ON DELETE CASCADE)
+        conn.execute(
+            "DELETE FROM incident_events WHERE created_at_ms < ? AND incident_id NOT IN "
+            "(SELECT id FROM incidents WHERE resolved_at_ms IS NULL)",
+            (now_ms - retention_ms,),
+        )
     return paused, deleted
 
 
@@ -1186,9 +1461,9 @@ def last_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
 
 
 def read_db(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T:
-    """Open the database at `path`, call `read` with the connection, close it. Raises
-    StoreError, for sqlite3 errors during `read` too; never creates or upgrades a database."""
-    conn = open_db(path, create=False, migrate=False)
+    """Open the database at `path` read-only (open_read_only), call `read` with the connection,
+    close it. Raises StoreError, for sqlite3 errors during `read` too."""
+    conn = open_read_only(path)
     try:
         return read(conn)
     except sqlite3.Error as exc:
@@ -1270,15 +1545,16 @@ def record_ping(conn: sqlite3.Connection, monitor: int, signal: str, at_ms: int)
 # Performance: probe order from history
 
 
-def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None]]:
-    """monitor id -> (failures, latency_ms_max) of its newest rollup hour, for the monitors
-    that have one. One primary-key seek per monitor (the tick orders its probes by this)."""
+def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None, int]]:
+    """monitor id -> (failures, latency_ms_max, last_check_ms) of its newest rollup hour, for
+    the monitors that have one. One primary-key seek per monitor (the tick orders its probes by
+    this)."""
     if not monitor_ids:
         return {}
     rows = conn.execute(
-        "SELECT r.monitor_id, r.failures, r.latency_ms_max FROM json_each(?) j "
+        "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM json_each(?) j "
         "JOIN rollups r ON r.monitor_id = j.value "
         "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)",
         (json.dumps(list(monitor_ids)),),
     )
-    return {int(monitor): (int(failures), latency) for monitor, failures, latency in rows}
+    return {int(monitor): (int(failures), latency, int(last)) for monitor, failures, latency, last in rows}

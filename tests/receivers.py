@@ -9,6 +9,9 @@
 `fail_next(n)` answers the next n posts with 500 (and does not keep them); `hold()` makes
 posts wait until `release()` and then accepts them (a channel slow enough to overlap another
 run); `hang()` makes posts wait until `release()` and then drops them unanswered.
+
+GET requests (a healthchecks.io-style ping, `--ping-url`) are answered 200 and their paths kept
+in `gets`; under `hang()` they too wait until `release()` and are dropped unanswered.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ class JsonReceiver:
     def __init__(self) -> None:
         self.messages: list[dict[str, Any]] = []  # accepted posts' JSON bodies, in arrival order
         self.paths: list[str] = []
+        self.gets: list[str] = []  # paths of GET requests, in arrival order
         self.posts = 0  # every post, accepted or failed
         self._failures_left = 0
         self._held = threading.Event()
@@ -54,6 +58,19 @@ class JsonReceiver:
                 self.send_response(500 if failing else 200)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
+
+            def do_GET(self) -> None:  # noqa: N802 -- the http.server API
+                with receiver._arrived:
+                    receiver.gets.append(self.path)
+                    receiver._arrived.notify_all()
+                if receiver._held.is_set() and receiver._hanging:
+                    receiver._released.wait(30)
+                    self.close_connection = True
+                    return
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"OK")
 
             def log_message(self, *args: object) -> None:
                 pass

@@ -107,7 +107,7 @@ def test_alert_options_of_add_are_stored_and_checked(conn: sqlite3.Connection, d
 
 
 def test_a_canary_is_set_shown_and_removed(db_path: str) -> None:
-    assert run(db_path, "notify", "canary")[1].startswith("no canary: a tick counts as offline when at least 5")
+    assert run(db_path, "notify", "canary")[1].startswith("no canary: every failed check counts")
     assert run(db_path, "notify", "canary", "https://u:p@router.example.org/?k=v") == (0, "", "")
     assert run(db_path, "notify", "canary") == (0, "https://***@router.example.org/?k=***\n", "")
     assert run(db_path, "notify", "canary", "ftp://x") == (2, "", "monitor-tick: canary: unsupported scheme 'ftp'\n")
@@ -129,6 +129,7 @@ def test_a_tick_that_lost_its_network_warns_once_on_stderr_and_still_exits_0(
     monkeypatch.setattr(socket, "getaddrinfo", offline)
     for i in range(5):
         add(conn, f"http://site{i}.offline.test/", name=f"m{i}", retries=0)
+    store.set_setting(conn, store.CANARY_SETTING, "http://router.offline.test/")
     with JsonReceiver() as rx:
         store.add_channel(conn, rx.apprise_url(), monitor_ref=None, owner_name=None, created_at_ms=0)
         with freeze_time("2026-12-01T00:00:05Z", real_asyncio=True):

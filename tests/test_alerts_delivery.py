@@ -364,9 +364,10 @@ def offline_dns(monkeypatch: pytest.MonkeyPatch) -> str:
 def test_a_lost_network_opens_no_incident_and_tells_no_one(
     rx: JsonReceiver, conn: sqlite3.Connection, db_path: str, offline_dns: str
 ) -> None:
-    # No name resolves: as seen from a host whose network is gone.
+    # No name resolves, the canary's neither: as seen from a host whose network is gone.
     monitors = [add(conn, f"http://site{i}{offline_dns}/", name=f"m{i}", retries=0) for i in range(6)]
     channel(conn, rx.apprise_url())
+    store.set_setting(conn, store.CANARY_SETTING, f"http://router{offline_dns}/")
     for when in minutes(0, 3):
         report = tick(db_path, when)
         assert report.network_lost and report.delivery is None

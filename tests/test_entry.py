@@ -25,10 +25,12 @@ from monitor_tick.cli import entry
 from monitor_tick.cli.app import app
 from monitor_tick.cli.options import parse_tick_args
 from tests.conftest import add, respx_transport
+from tests.servers import refused_port
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 NOW = "2026-12-01 00:00:20"
 runner = CliRunner()
+PING_PORT = refused_port()
 
 
 def _masked(text: str) -> str:
@@ -69,6 +71,8 @@ TICK_COMMAND_LINES = [
     ["--minute=" + str(MINUTE + 5), "--dry-run", "--json"],
     ["--force", "-v"],
     ["--retry-delay", "soon"],
+    ["--ping-url", f"http://127.0.0.1:{PING_PORT}/ping/x", "--json"],  # nothing listens: one line
+    ["--ping-url=ftp://hc-ping.test/x", "-v"],
 ]
 
 
@@ -133,6 +137,11 @@ FAST_PATH = [
     (["--dry-run"], {"MONITOR_TICK_DB": "env.db"}),  # the database from the environment ...
     (["--db", "given.db"], {"MONITOR_TICK_DB": "env.db"}),  # ... unless --db is given
     ([], {"MONITOR_TICK_DB": ""}),
+    (["--ping-url", "https://hc-ping.test/x", "--force"], {}),
+    (["--ping-url=ftp://not-pingable.test/", "--dry-run"], {}),  # refused by the tick, not the parser
+    ([], {"MONITOR_TICK_PING_URL": "https://hc-ping.test/env"}),  # the ping URL from the environment ...
+    (["--ping-url", "https://hc-ping.test/given"], {"MONITOR_TICK_PING_URL": "https://hc-ping.test/env"}),  # ... or not
+    ([], {"MONITOR_TICK_PING_URL": ""}),
 ]
 # command lines the fast path hands to Typer: usage errors, help, subcommands, and what it does
 # not read exactly as Typer would
@@ -152,6 +161,8 @@ TO_TYPER = [
     ["--json=yes"],
     ["--", "list"],
     ["--dry"],
+    ["--ping-url"],
+    ["--ping-url", "--json"],
 ]
 
 

@@ -13,7 +13,7 @@ from freezegun import freeze_time
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.fanout import probe_all, slowest_first
+from monitor_tick.core.fanout import probe_all, start_order
 from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
 from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes import PROBES, ProbeContext
@@ -35,16 +35,32 @@ def monitor(monitor_id: int, timeout_s: float = 10.0) -> Monitor:
     )
 
 
+LAST_MINUTE_MS = clock.minute_start_ms(MINUTE - 1)  # checked in the previous due minute (every 1m)
+
+
 def test_the_slowest_expected_probes_start_first() -> None:
     monitors = [monitor(1), monitor(2), monitor(3, timeout_s=7), monitor(4), monitor(5)]
-    recent = {1: (0, 40), 2: (0, 5_000), 3: (1, None), 5: (0, 60)}
-    # 3 failed last hour: it may take its whole 7 s deadline; 4 has no history (0), last
-    assert [monitors[i].id for i in slowest_first(monitors, recent)] == [3, 2, 5, 1, 4]
+    recent = {1: (0, 40), 2: (0, 5_000), 3: (1, None), 4: (0, None), 5: (0, 60)}
+    recent = {m: (*values, LAST_MINUTE_MS) for m, values in recent.items()}
+    # 3 failed last hour: it may take its whole 7 s deadline; 4 has no latency (0), last
+    assert [monitors[i].id for i in start_order(monitors, recent, MINUTE)] == [3, 2, 5, 1, 4]
 
 
 def test_without_history_probes_start_in_monitor_order() -> None:
     monitors = [monitor(i) for i in range(1, 6)]
-    assert slowest_first(monitors, {}) == [0, 1, 2, 3, 4]
+    assert start_order(monitors, {}, MINUTE) == [0, 1, 2, 3, 4]
+
+
+def test_monitors_whose_previous_due_check_was_not_decided_start_first_longest_waiting_first() -> None:
+    monitors = [monitor(i) for i in range(1, 7)]
+    recent = {
+        1: (0, 5_000, LAST_MINUTE_MS),  # slow, checked in its previous due minute
+        2: (1, None, LAST_MINUTE_MS - 60_000),  # cut off last minute, checked the one before
+        3: (0, 10, LAST_MINUTE_MS - 120_000),  # cut off the last two minutes
+        5: (0, 10, LAST_MINUTE_MS + 5_000),  # checked during the previous minute
+    }
+    # 4 and 6 were never checked (new, or cut off every time so far): they wait longest
+    assert [monitors[i].id for i in start_order(monitors, recent, MINUTE)] == [4, 6, 3, 2, 1, 5]
 
 
 def test_probe_all_keeps_at_most_concurrency_in_flight_starts_in_order_and_returns_in_monitor_order(
@@ -98,7 +114,8 @@ def test_recent_rollups_reads_each_monitors_newest_hour(conn: sqlite3.Connection
             conn, [], at_ms, [CheckResult(a, "up", 900), CheckResult(b, "down", None, None, "timeout")], at_ms
         )
     store.write_results(conn, [], hour_ms, [CheckResult(a, "up", 30)], hour_ms)  # this hour: a fast
-    assert store.recent_rollups(conn, [a, b, c]) == {a: (0, 30), b: (2, None)}
+    last_ms = clock.minute_start_ms(MINUTE - 59)
+    assert store.recent_rollups(conn, [a, b, c]) == {a: (0, 30, hour_ms), b: (2, None, last_ms)}
     assert store.recent_rollups(conn, []) == {}
 
 

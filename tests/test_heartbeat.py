@@ -51,7 +51,9 @@ def ping(db_path: str, at_ms: int, *flags: str, name: str = "backups") -> None:
 
 
 def tick_at(db_path: str, at_ms: int) -> TickReport:
-    return run_tick(TickOptions(db_path=db_path, minute=clock.minute_of_ms(at_ms), retry_delay_s=0))
+    """Replay the minute of `at_ms`, with the clock there (a minute still to come is refused)."""
+    with freeze_time(clock.iso_from_ms(at_ms), real_asyncio=True):
+        return run_tick(TickOptions(db_path=db_path, minute=clock.minute_of_ms(at_ms), retry_delay_s=0))
 
 
 def outcome(report: TickReport, monitor: int) -> tuple[str, str | None]:

@@ -1,7 +1,8 @@
 """Done when: a user monitors their nightly backup job with the heartbeat commands alone.
 
 Everything goes through the installed `monitor-tick` command in subprocesses, as cron would run
-it (the database from $MONITOR_TICK_DB); ticks replay chosen minutes with --minute."""
+it (the database from $MONITOR_TICK_DB), under a clock moved to chosen instants (clock.py's
+test-only offset): the days between checks pass in a moment."""
 
 from __future__ import annotations
 
@@ -20,14 +21,22 @@ MINUTES_PER_DAY = 1_440
 
 def test_a_nightly_backup_is_monitored_with_add_ping_and_the_tick(tmp_path: Path) -> None:
     env = {**os.environ, "MONITOR_TICK_DB": str(tmp_path / "monitor-tick.db")}
+    sim = {"ms": clock.now_ms()}  # what the commands' clock reads
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run([str(MONITOR_TICK), *args], env=env, capture_output=True, text=True, timeout=60)
+        offset = {"MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(sim["ms"] - clock.now_ms())}
+        done = subprocess.run(
+            [str(MONITOR_TICK), *args], env={**env, **offset}, capture_output=True, text=True, timeout=60
+        )
         assert done.returncode == 0, (args, done.stdout, done.stderr)
         return done
 
-    def tick(minute: int, *flags: str) -> dict[str, Any]:
-        return json.loads(run("--minute", str(minute), "--json", *flags).stdout)
+    def at(minute: int, later_ms: int = 0) -> None:
+        sim["ms"] = clock.minute_start_ms(minute) + 20_000 + later_ms
+
+    def tick(minute: int) -> dict[str, Any]:
+        at(minute)
+        return json.loads(run("--json").stdout)
 
     def listed() -> dict[str, Any]:
         (row,) = json.loads(run("list", "--json").stdout)
@@ -46,28 +55,32 @@ def test_a_nightly_backup_is_monitored_with_add_ping_and_the_tick(tmp_path: Path
     phase = monitor["id"] % MINUTES_PER_DAY  # a daily monitor's minute of the day
     check = now_minute - now_minute % MINUTES_PER_DAY + phase
     check += MINUTES_PER_DAY if check <= now_minute else 0
-    quiet = run("--minute", str(check))
+    at(check)
+    quiet = run()
     assert (quiet.stdout, quiet.stderr) == ("", "")
     assert listed()["state"] == "up"
 
-    # the backup fails and says so: the check (replayed) is down with that cause
+    # the next night the backup fails and says so: the check is down with that cause
+    at(check, 5 * clock.MS_PER_MINUTE)
     run("ping", "backups", "--fail")
-    failed = tick(check, "--force")
+    failed = tick(check + MINUTES_PER_DAY)
     assert (failed["down"], failed["opened"]) == (1, 1)
     assert failed["results"][0]["cause"] == "heartbeat: job reported failure"
     note = listed()["note"]
     assert note.startswith("heartbeat: job reported failure; last ping ") and note.endswith(" ago: failure")
 
     # it is fixed, runs (timed with --start) and pings: the outage is resolved
+    at(check + MINUTES_PER_DAY, 5 * clock.MS_PER_MINUTE)
     run("ping", "backups", "--start")
+    at(check + MINUTES_PER_DAY, 6 * clock.MS_PER_MINUTE)
     run("ping", "backups")
-    recovered = tick(check, "--force")
+    recovered = tick(check + 2 * MINUTES_PER_DAY)
     assert (recovered["up"], recovered["resolved"]) == (1, 1)
     assert isinstance(listed()["last_duration_ms"], int)
 
     # then it silently stops running: two days on, the check is down, saying for how long
-    silent_minute = check + 2 * MINUTES_PER_DAY
-    silence_s = clock.ms_to_s(clock.minute_start_ms(silent_minute) - listed()["last_ping_ms"])
+    silent_minute = check + 4 * MINUTES_PER_DAY
+    silence_s = clock.ms_to_s(clock.minute_start_ms(silent_minute) + 20_000 - listed()["last_ping_ms"])
     silent = tick(silent_minute)
     cause = f"heartbeat: no ping for {clock.format_duration_s(silence_s)} (grace 1h)"
     assert (silent["down"], silent["opened"], silent["results"][0]["cause"]) == (1, 1, cause)

@@ -3,6 +3,7 @@ certificates are generated here with chosen expiry dates, through the tick and a
 
 from __future__ import annotations
 
+import itertools
 import json
 import sqlite3
 import ssl
@@ -13,6 +14,7 @@ from typer.testing import CliRunner
 
 from monitor_tick import store
 from monitor_tick.cli.app import app
+from monitor_tick.core import clock
 from monitor_tick.core.tick import TickOptions, TickReport, run_tick
 from tests.conftest import add, rollup
 from tests.servers import (
@@ -31,10 +33,15 @@ DAY_S = 86_400
 runner = CliRunner()
 
 
+_MINUTES = itertools.count()
+
+
 def tick(db_path: str, pair: TLSPair) -> TickReport:
-    """One tick now (forced: tests tick more than once a minute), trusting the test CA."""
+    """One tick of a recent minute, a later one each time (tests tick more than once a minute,
+    and a forced rerun would record nothing twice), trusting the test CA."""
     trust = ssl.create_default_context(cafile=pair.ca_pem)
-    return run_tick(TickOptions(db_path=db_path, retry_delay_s=0, force=True, verify=trust))
+    minute = clock.minute_of_ms(clock.now_ms()) - 100 + next(_MINUTES)
+    return run_tick(TickOptions(db_path=db_path, minute=minute, retry_delay_s=0, verify=trust))
 
 
 def only_result(report: TickReport) -> dict[str, object]:

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
 from tests.conftest import add, respx_transport, rollup
-from tests.history import DAY, HOUR, NOW_MS, History, seed
+from tests.history import DAY, HOSTILE_NAME, HOUR, NOW_MS, History, seed
 
 runner = CliRunner()
 
@@ -160,7 +160,9 @@ def test_the_report_table_shows_state_uptime_incidents_and_the_time_without_data
         "1",
         "120",
     ]
-    assert rows[str(history.web)][2] == "down" and rows[str(history.web)][6] == "1"
+    (web_line,) = (line for line in lines if line.split()[0] == str(history.web))
+    web_row = web_line.split(HOSTILE_NAME)[1].split()  # names are shown whole, spaces and all
+    assert web_row[0] == "down" and web_row[4] == "1"
     assert rows[str(history.paused)][2:] == ["paused", "-", "0", "0", "0", "-"]
 
 

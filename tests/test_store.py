@@ -170,7 +170,7 @@ def test_housekeeping_auto_pauses_long_outages_and_drops_old_rollups(conn: sqlit
     now_ms = T0_MS + 8 * day_ms
     _write(conn, clock.minute_of_ms(now_ms - day_ms), [CheckResult(short_down, "down", None, None, "timeout")])
     paused, deleted = store.housekeep(conn, now_ms, auto_pause_after_ms=7 * day_ms, retention_ms=2 * day_ms)
-    assert paused == 1 and deleted == 1
+    assert [p.monitor_id for p in paused] == [long_down] and deleted == 1
     assert conn.execute("SELECT id FROM monitors WHERE auto_paused = 1").fetchall() == [(long_down,)]
     assert rollup(conn, short_down) == (1, 1)
     store.set_paused(conn, str(long_down), False)

@@ -22,14 +22,9 @@ RETRY_MAX_MS = 30 * clock.MS_PER_MINUTE
 # ... until its event is this old: then it is given up, with one warning.
 GIVE_UP_AFTER_MS = 6 * clock.MS_PER_HOUR
 
-# Our own outage: at least this many decided checks, and at least this share of them failed
-# with a network-level cause (the name did not resolve, or no answer came to the connect).
-OFFLINE_MIN_CHECKS = 5
-OFFLINE_SHARE = 0.9
-
-TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN"}
+TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN", "paused": "PAUSED"}
 # Apprise's notify types: they pick colours and icons on services that have them
-NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning"}
+NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning", "paused": "warning"}
 
 # ---------------------------------------------------------------------------------------------
 # Messages
@@ -40,7 +35,7 @@ class EventInfo:
     """One incident event to tell one channel about (what a message is made from)."""
 
     event_id: int
-    kind: str  # down, up, reminder
+    kind: str  # down, up, reminder, paused (auto-paused by housekeeping)
     created_at_ms: int
     monitor_name: str
     monitor_url: str
@@ -70,6 +65,7 @@ def message(event: EventInfo) -> Message:
         "down": f"{name} is down.",
         "up": f"{name} is up again after {_down_for(event)} down.",
         "reminder": f"{name} is still down, for {_down_for(event)} now.",
+        "paused": f"{name} was paused after {_down_for(event)} down: it is no longer probed.",
     }[event.kind]
     lines = [
         lead,
@@ -81,6 +77,8 @@ def message(event: EventInfo) -> Message:
     ]
     if event.resolved_at_ms is not None and event.kind == "up":
         lines += [f"Up since: {clock.iso_from_ms(event.resolved_at_ms)}", f"Down for: {_down_for(event)}"]
+    if event.kind == "paused":
+        lines += ["", f"To probe it again: monitor-tick resume '{name}'"]
     return Message(f"{TITLES[event.kind]}: {name}", "\n".join(lines), NOTIFY_TYPES[event.kind], (event.event_id,))
 
 
@@ -93,7 +91,12 @@ def summary(kind: str, events: Sequence[EventInfo]) -> Message:
         else:
             detail = f"{e.cause} since {clock.iso_from_ms(e.started_at_ms)}"
         lines.append(f"- {e.monitor_name}: {detail} ({redact_url(e.monitor_url)})")
-    verb = {"down": "are down", "up": "are up again", "reminder": "are still down"}[kind]
+    verb = {
+        "down": "are down",
+        "up": "are up again",
+        "reminder": "are still down",
+        "paused": "were paused after a long outage (monitor-tick resume NAME probes one again)",
+    }[kind]
     body = f"{len(events)} monitors {verb}:\n" + "\n".join(lines)
     return Message(
         f"{TITLES[kind]}: {len(events)} monitors", body, NOTIFY_TYPES[kind], tuple(e.event_id for e in events)
@@ -159,18 +162,13 @@ def is_network_failure(result: CheckResult) -> bool:
 
 
 def network_lost(results: Sequence[CheckResult], canary: CheckResult | None = None) -> bool:
-    """Whether this tick's failures are the probe host's own lost network.
-
-    With a canary check (probed when some check failed at network level), the canary decides.
-    Without one: at least OFFLINE_MIN_CHECKS decided checks, nearly all failing at network level.
-    """
-    if canary is not None:
-        return canary.status == "down" and any(is_network_failure(r) for r in results)
-    decided = [r for r in results if r.status != "unknown"]
-    if len(decided) < OFFLINE_MIN_CHECKS:
+    """Whether this tick's failures are the probe host's own lost network: only on positive
+    evidence, a canary check (probed when some check failed at network level) that failed too.
+    Without a canary nothing is set aside, however many checks failed alike: one home server
+    losing power, or the DNS of the one domain all monitors live under, looks just the same."""
+    if canary is None:
         return False
-    failed = sum(is_network_failure(r) for r in decided)
-    return failed >= OFFLINE_SHARE * len(decided)
+    return canary.status == "down" and any(is_network_failure(r) for r in results)
 
 
 OFFLINE_CAUSE = "network lost"

@@ -3,14 +3,15 @@ database, reading durations and instants, and what `list` and `report` add to a 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NoReturn
+from collections.abc import Callable
+from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
 from monitor_tick.core import clock
-from monitor_tick.core.model import expiry_text
+from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
 from monitor_tick.core.redact import redact_text
 
 DbOption = Annotated[
@@ -24,6 +25,8 @@ DbOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
+_T = TypeVar("_T")
+
 
 def fail(message: str, code: int = 1) -> NoReturn:
     """One line on stderr, then exit: 1 for our failures, 2 for bad input."""
@@ -32,15 +35,41 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def db_path(ctx: typer.Context, db: str | None) -> str:
-    if db:
-        return db
-    root = ctx.find_root()
-    return (root.obj or {}).get("db") or DEFAULT_DB
+    """The command's --db, else the root's (`monitor-tick --db PATH COMMAND`), else the default;
+    a path that is not a file (``--db ""``, ``--db :memory:``) exits 2."""
+    if db is None:
+        db = (ctx.find_root().obj or {}).get("db")
+    path = DEFAULT_DB if db is None else db
+    problem = store.db_path_problem(path)
+    if problem:
+        fail(f"--db: {problem}", 2)
+    return path
+
+
+def shown_name(name: str) -> str:
+    """A name for a text table: whole, with anything unprintable (a row stored before names were
+    checked) as '?'."""
+    return "".join(ch if ch.isprintable() else "?" for ch in name)
 
 
 def connect(path: str) -> store.sqlite3.Connection:
     try:
         return store.open_db(path)
+    except store.StoreError as exc:
+        fail(str(exc))
+
+
+def checked_name(name: str, what: str) -> None:
+    try:
+        check_name(name, what)
+    except InvalidMonitor as exc:
+        fail(str(exc), 2)
+
+
+def read(path: str, reader: Callable[[store.sqlite3.Connection], _T]) -> _T:
+    """`reader(conn)` on the database opened read-only (store.read_db); a StoreError exits 1."""
+    try:
+        return store.read_db(path, reader)
     except store.StoreError as exc:
         fail(str(exc))
 

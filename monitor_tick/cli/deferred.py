@@ -10,6 +10,7 @@ them; so what only some command lines use is imported here, when one of them nee
     statuspage,     status-page)
     metrics
     alert_policy    the tick's warnings when its network was lost
+    ping            threading and urllib (--ping-url)
 
 The one other deferred import of the command line is Typer itself, in entry.main.
 """
@@ -63,3 +64,9 @@ def alert_policy() -> ModuleType:
     from monitor_tick.alerts import policy
 
     return policy
+
+
+def ping() -> ModuleType:
+    from monitor_tick.publish import ping
+
+    return ping

@@ -13,6 +13,7 @@ from monitor_tick.cli.common import (
     DbOption,
     JsonOption,
     change,
+    checked_name,
     connect,
     db_path,
     duration_or_zero_s,
@@ -20,10 +21,12 @@ from monitor_tick.cli.common import (
     fail,
     instant_ms,
     latest_results,
+    read,
+    shown_name,
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
-from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_alert_settings
+from monitor_tick.core.model import MAX_INTERVAL_SEC, AlertSettings, InvalidMonitor, check_alert_settings
 from monitor_tick.core.redact import redact_url
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
@@ -48,10 +51,17 @@ def add(
         ),
     ],
     name: Annotated[
-        str | None, typer.Option(help="A unique name. Default: the URL, its credentials and query values hidden.")
+        str | None,
+        typer.Option(
+            help="A unique name, one line, not all digits (those read as ids). "
+            "Default: the URL, its credentials and query values hidden."
+        ),
     ] = None,
     every: Annotated[
-        str, typer.Option(help="Interval, whole minutes: 1m, 5m, 1h, 1d or seconds (300). A heartbeat's period.")
+        str,
+        typer.Option(
+            help="Interval, whole minutes from 1m to 365d: 1m, 5m, 1h, 1d or seconds (300). A heartbeat's period."
+        ),
     ] = "5m",
     owner: Annotated[str | None, typer.Option(help="Owner name (see `owner add`); their plan's floor applies.")] = None,
     expect: Annotated[
@@ -74,7 +84,7 @@ def add(
         str | None,
         typer.Option(
             help="One hard deadline for the check, retries included (connect, TLS, headers and body), "
-            "at most 30s, e.g. 5s. [default: 10s]"
+            "at most 25s (inside the tick's 30s budget), e.g. 5s. [default: 10s]"
         ),
     ] = None,
     method: Annotated[str | None, typer.Option(help="http: GET or HEAD. [default: GET]")] = None,
@@ -146,11 +156,7 @@ def add(
 def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """List monitors with their interval, effective interval (after the plan floor) and state."""
     now_ms = clock.now_ms()
-    conn = connect(db_path(ctx, db))
-    try:
-        rows = store.list_monitors(conn, now_ms)
-    finally:
-        conn.close()
+    rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
     for row in rows:
         row["state"] = deferred.probes().monitor_state(row)  # judged on the real url, shown redacted
         row["url"] = redact_url(row["url"])
@@ -161,12 +167,14 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
     if not rows:
         typer.echo("no monitors; add one with: monitor-tick add URL")
         return
-    typer.echo(f"{'ID':>5}  {'NAME':<24} {'EVERY':>6}  {'STATE':<12} URL")
-    for row in rows:
+    names = [shown_name(row["name"]) for row in rows]
+    width = max(24, *map(len, names))  # names whole: two long names never look the same
+    typer.echo(f"{'ID':>5}  {'NAME':<{width}} {'EVERY':>6}  {'STATE':<12} URL")
+    for row, name in zip(rows, names, strict=True):
         every = clock.format_duration_s(row["effective_interval_sec"])
         if row["effective_interval_sec"] != row["interval_sec"]:
             every += "*"
-        line = f"{row['id']:>5}  {row['name'][:24]:<24} {every:>6}  {row['state']:<12} {row['url']}"
+        line = f"{row['id']:>5}  {name:<{width}} {every:>6}  {row['state']:<12} {row['url']}"
         typer.echo(f"{line}  {row['note']}" if row["note"] else line)
     if any(r["effective_interval_sec"] != r["interval_sec"] for r in rows):
         typer.echo("* raised to the owner's plan floor")
@@ -211,6 +219,9 @@ def plan_add(
     floor_s = duration_s(min_interval, "--min-interval")
     if floor_s < 60 or floor_s % 60:
         fail(f"--min-interval must be whole minutes, at least 1m (got {min_interval})", 2)
+    if floor_s > MAX_INTERVAL_SEC:
+        fail(f"--min-interval must be at most {clock.format_duration_s(MAX_INTERVAL_SEC)} (got {min_interval})", 2)
+    checked_name(name, "plan name")
     change(ctx, db, lambda conn: store.add_plan(conn, name, int(floor_s)))
 
 
@@ -229,6 +240,7 @@ def owner_add(
 ) -> None:
     """Add an owner. Example: monitor-tick owner add alice --plan pro --expires 2027-01-01"""
     expires_ms = instant_ms(expires, "--expires") if expires else None
+    checked_name(name, "owner name")
     change(ctx, db, lambda conn: store.add_owner(conn, name, plan, expires_ms))
 
 

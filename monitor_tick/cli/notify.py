@@ -12,15 +12,15 @@ import typer
 from monitor_tick import store
 from monitor_tick.alerts import notify, policy
 from monitor_tick.cli import deferred
-from monitor_tick.cli.common import DbOption, JsonOption, change, connect, db_path, fail
+from monitor_tick.cli.common import DbOption, JsonOption, change, connect, db_path, fail, read
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
 from monitor_tick.core.model import InvalidMonitor
 from monitor_tick.core.redact import redact_channel_url, redact_url
 
 OFFLINE_RULE = (
-    f"a tick counts as offline when at least {policy.OFFLINE_MIN_CHECKS} checks ran and "
-    f"{policy.OFFLINE_SHARE:.0%} of them never reached their host (dns, connect error; refused does not count)"
+    "every failed check counts, even when all of them failed to reach their host (dns, connect "
+    "error); name a canary to tell this host's own lost network from a real outage"
 )
 
 notify_app = typer.Typer(
@@ -56,12 +56,9 @@ def notify_add(
 @notify_app.command("list")
 def notify_list(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """List channels (URLs redacted), what they cover, and their deliveries: pending, sent, given up."""
-    conn = connect(db_path(ctx, db))
-    try:
-        rows = store.list_channels(conn)
-        canary = store.get_setting(conn, store.CANARY_SETTING)
-    finally:
-        conn.close()
+    rows, canary = read(
+        db_path(ctx, db), lambda conn: (store.list_channels(conn), store.get_setting(conn, store.CANARY_SETTING))
+    )
     for row in rows:
         row["url"] = redact_channel_url(row["url"])
         row["covers"] = (
@@ -124,7 +121,9 @@ def notify_canary(
             help="An http(s) URL that is up whenever this host's network is (e.g. your router or a big site)."
         ),
     ] = None,
-    off: Annotated[bool, typer.Option("--off", help="Remove the canary: the failure share decides again.")] = False,
+    off: Annotated[
+        bool, typer.Option("--off", help="Remove the canary: every failed check counts again, none is set aside.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Name a network canary: when checks fail with dns/connect errors, the tick probes it, and if it

@@ -27,6 +27,7 @@ from monitor_tick.core.tick import (
 DEFAULT_DB = "monitor-tick.db"
 DB_ENVVAR = "MONITOR_TICK_DB"
 BLOCK_PRIVATE_ENVVAR = "MONITOR_TICK_BLOCK_PRIVATE"
+PING_URL_ENVVAR = "MONITOR_TICK_PING_URL"
 STATUS_TITLE_ENVVAR = "MONITOR_TICK_STATUS_TITLE"  # status-page --title, and the tick's --status-page
 DB_HELP = f"SQLite database file (created on first use). Default: ./{DEFAULT_DB}"
 
@@ -57,8 +58,8 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         int,
         None,
         "Run as if the clock read this minute of the epoch (epoch seconds // 60), "
-        "to replay or debug it. Never catches up. A minute is claimed like any other: "
-        "replaying one that has not come yet leaves the live tick for it nothing to do.",
+        "to replay or debug it. Never catches up, and records nothing for monitors added "
+        "after it. A minute that has not come yet is refused, except with --dry-run.",
         optional=True,
         low=0,
         high=clock.LAST_MINUTE,
@@ -68,7 +69,14 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
     TickOption(
         "concurrency", ("--concurrency",), int, DEFAULT_CONCURRENCY, "Probes in flight at once.", low=1, high=1000
     ),
-    TickOption("force", ("--force",), bool, False, "Run even if this minute was already run (replays it)."),
+    TickOption(
+        "force",
+        ("--force",),
+        bool,
+        False,
+        "Run even if this minute was already run: probe and report what is due, but record only "
+        "what its run did not (monitors it cut off or added since), never a check twice.",
+    ),
     TickOption(
         "retry_delay",
         ("--retry-delay",),
@@ -108,6 +116,18 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         str,
         f"{store.DEFAULT_BUSY_TIMEOUT_S:g}s",
         "How long to wait for another process's write lock before failing.",
+    ),
+    TickOption(
+        "ping_url",
+        ("--ping-url",),
+        str,
+        None,
+        "After the tick, GET this URL (healthchecks.io style), or URL/fail when the tick "
+        "failed, so that someone notices when ticks stop. At most a few seconds; a failed ping "
+        "is one line on stderr and does not change the exit code.",
+        optional=True,
+        envvar=PING_URL_ENVVAR,
+        metavar="URL",
     ),
     TickOption("verbose", ("-v", "--verbose"), bool, False, "Say on stderr what the tick did."),
     TickOption(

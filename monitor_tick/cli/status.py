@@ -10,7 +10,7 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli import deferred
-from monitor_tick.cli.common import DbOption, JsonOption, db_path, duration_s, fail, latest_results
+from monitor_tick.cli.common import DbOption, JsonOption, db_path, duration_s, fail, latest_results, shown_name
 from monitor_tick.cli.options import STATUS_TITLE_ENVVAR
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
@@ -110,13 +110,14 @@ def report(
     if not out:
         typer.echo("no monitors; add one with: monitor-tick add URL")
         return
+    names = [shown_name(r["name"]) for r in out]
+    width = max(24, *map(len, names))  # names whole: two long names never look the same
     header = ("ID", "NAME", "STATE", "UPTIME", "CHECKS", "FAILED", "INCIDENTS", "AVG MS", "NOTE")
-    typer.echo("{:>5}  {:<24} {:<12} {:>8} {:>7} {:>7} {:>9} {:>7}  {}".format(*header))
-    for r, uptime in zip(out, shown, strict=True):
-        name = "".join(ch if ch.isprintable() else "?" for ch in r["name"])[:24]
+    typer.echo(f"{{:>5}}  {{:<{width}}} {{:<12}} {{:>8}} {{:>7}} {{:>7}} {{:>9}} {{:>7}}  {{}}".format(*header))
+    for r, uptime, name in zip(out, shown, names, strict=True):
         state = typer.style(f"{r['state']:<12}", fg=_STATE_COLORS.get(r["state"]))
         latency = "-" if r["avg_latency_ms"] is None else f"{r['avg_latency_ms']:.0f}"
         typer.echo(
-            f"{r['id']:>5}  {name:<24} {state} {uptime:>8} {r['checks']:>7} {r['failures']:>7} "
+            f"{r['id']:>5}  {name:<{width}} {state} {uptime:>8} {r['checks']:>7} {r['failures']:>7} "
             f"{r['incidents']:>9} {latency:>7}  {redact_text(r['note'])}".rstrip()
         )

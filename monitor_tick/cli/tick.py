@@ -16,13 +16,40 @@ from monitor_tick.cli.options import DEFAULT_DB, STATUS_TITLE_ENVVAR
 from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor
 from monitor_tick.core.redact import redact_url
-from monitor_tick.core.tick import TickOptions, TickReport, due_now, run_tick
+from monitor_tick.core.tick import MinuteNotYet, TickOptions, TickReport, due_now, run_tick
 
 if TYPE_CHECKING:
     import httpx
 
 
-def run_tick_command(
+def run_tick_command(*, ping_url: str | None = None, **options: Any) -> int:
+    """The tick as the command runs it: output on stdout/stderr, returns the exit code (0 the tick
+    ran, down monitors included; 1 it failed; 2 a bad option value). `options`: the rest of the
+    option table (cli/options.py) by name, and `transport`: for tests and embedding, the httpx
+    transport every probe goes through (TickOptions.transport).
+
+    With `ping_url`, the tick is followed by a GET of it, or of URL/fail when the code is not 0
+    or the tick raised (--dry-run pings nothing). A URL that cannot be pinged is a bad option
+    value (2), before the tick."""
+    if not ping_url:
+        return _run_tick(**options)
+    ping = deferred.ping()
+    try:
+        ping.check_ping_url(ping_url)
+    except ValueError as exc:
+        return fail_line(f"--ping-url: {exc}", 2)
+    code = 1  # until the tick returns: a bug (said by the caller) or Ctrl-C is a failed tick
+    try:
+        code = _run_tick(**options)
+    finally:
+        if not options["dry_run"]:  # a dry run says nothing about whether the ticks run
+            reason = ping.ping(ping_url, failed=code != 0)
+            if reason is not None:
+                _err(f"monitor-tick: --ping-url: no ping to {ping.where(ping_url)}: {reason}")
+    return code
+
+
+def _run_tick(
     *,
     db: str | None,
     minute: int | None,
@@ -40,10 +67,11 @@ def run_tick_command(
     verbose: bool,
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> int:
-    """The tick as the command runs it: output on stdout/stderr, returns the exit code (0 the tick
-    ran, down monitors included; 1 it failed; 2 a bad option value). `transport`: for tests and
-    embedding, the httpx transport every probe goes through (TickOptions.transport)."""
-    path = db or DEFAULT_DB
+    """run_tick_command without the ping."""
+    path = DEFAULT_DB if db is None else db
+    problem = store.db_path_problem(path)
+    if problem:
+        return fail_line(f"--db: {problem}", 2)
     try:
         delay_s = _duration_s(retry_delay, "--retry-delay", zero_is_none=True)
         budget_s = _duration_s(budget, "--budget")
@@ -68,10 +96,14 @@ def run_tick_command(
             _print_dry_run(due_minute, monitors, invalid, as_json)
             return 0
         report = run_tick(options)
+    except MinuteNotYet as exc:
+        return fail_line(str(exc), 2)
     except store.StoreError as exc:
         return fail_line(str(exc))
-    for monitor_id, cause in report.invalid:
+    for monitor_id, cause in report.skipped_to_say():
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
+    for line in report.auto_paused_lines():
+        _err(f"monitor-tick: {line}")
     for warning in tick_warnings(report):
         _err(f"monitor-tick: {warning}")
     if as_json:

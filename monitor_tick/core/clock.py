@@ -6,10 +6,15 @@ reads the clock once (`now_ms`) and derives the rest from that one value:
     minute        = epoch_s // 60          (the schedule's unit, "minute of the epoch")
     minute_ms     = minute * 60_000        (a minute as a stored instant)
     hour_start_ms = ms - ms % 3_600_000    (the rollup bucket)
+
+Test-only: MONITOR_TICK_TEST_CLOCK_OFFSET_MS (integer ms, read once at import) moves `now_ms`
+by that much, so tests can step the clock of the installed command run as a subprocess. It is
+not a setting: nothing documents it for users, and a value that is not an integer is ignored.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from datetime import UTC, datetime
@@ -23,9 +28,19 @@ MINUTES_PER_DAY = 1_440
 LAST_MINUTE = 4_223_371_679  # 9999-12-31T23:59Z: the last minute a datetime can show
 
 
+def _test_offset_ms() -> int:
+    try:
+        return int(os.environ.get("MONITOR_TICK_TEST_CLOCK_OFFSET_MS", "0"))
+    except ValueError:
+        return 0
+
+
+_TEST_OFFSET_MS = _test_offset_ms()  # see the module docstring: tests only
+
+
 def now_ms() -> int:
     """Read the wall clock once, as integer epoch milliseconds."""
-    return int(time.time() * MS_PER_S)
+    return int(time.time() * MS_PER_S) + _TEST_OFFSET_MS
 
 
 def minute_of_ms(ms: int) -> int:

@@ -1,10 +1,13 @@
-"""Probe many monitors at once: at most `concurrency` in flight, continuously (a slow host
-holds one slot, never a batch), and even a bug in one probe is that monitor's failed check,
-never the tick's.
+"""Probe many monitors at once: `concurrency` started at a time, continuously (a slow host
+holds one slot, never a batch, and a hanging one only for `slot_hold_s`), and even a bug in one
+probe is that monitor's failed check, never the tick's.
 
 `concurrency` workers take the next monitor as soon as they are free, so the tick's makespan
 is close to max(sum of latencies / concurrency, slowest latency) when the slowest probes start
-first: the tick hands them over in that order (`slowest_first`, from the last hour's rollups).
+first. The tick hands them over in the order of `start_order`: first the monitors whose
+previous due check was never decided (cut off by the budget, or new), longest waiting first,
+so no monitor is cut off tick after tick; then the slowest expected first, from the newest
+rollup hour.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext
@@ -120,26 +124,39 @@ async def probe_all(
     retry_delay_s: float,
     budget_s: float | None = None,
     order: Iterable[int] | None = None,
+    slot_hold_s: float | None = None,
 ) -> list[ProbeResult]:
     """One result per monitor, in the order of `monitors`; `order` (indexes into `monitors`,
-    each once) is the order in which probes start, default first to last. Probes still running,
-    or not yet started, when `budget_s` runs out are cancelled and come back `unknown`: our
-    limit, not an outage."""
+    each once) is the order in which probes start, default first to last. A probe still running
+    after `slot_hold_s` gives its slot to the next monitor and runs on to its own deadline (None:
+    it holds its slot to the end). Probes still running, or not yet started, when `budget_s`
+    runs out are cancelled and come back `unknown`: our limit, not an outage."""
     results: list[ProbeResult | None] = [None] * len(monitors)
     pending = iter(range(len(monitors)) if order is None else order)
+    probes: list[asyncio.Future[None]] = []
+
+    async def probe(index: int) -> None:
+        results[index] = await _probe_one(monitors[index], ctx, retry_delay_s)
 
     async def worker() -> None:
         for index in pending:  # shared: each index is taken by exactly one worker
-            results[index] = await _probe_one(monitors[index], ctx, retry_delay_s)
+            task = asyncio.ensure_future(probe(index))
+            probes.append(task)
+            # a hanging host would otherwise keep healthy monitors queued behind it until the
+            # budget cuts them off; waiting on it costs a socket, not a slot
+            await asyncio.wait([task], timeout=slot_hold_s)
+
+    async def all_done() -> None:
+        await asyncio.gather(*workers)
+        await asyncio.gather(*probes)  # every probe is started once the workers are done
 
     workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(monitors)))]
-    cut_off = False
-    if budget_s is not None and workers:
-        _, still_running = await asyncio.wait(workers, timeout=budget_s)
-        for task in still_running:
-            task.cancel()
-        cut_off = bool(still_running)
-    await asyncio.gather(*workers, return_exceptions=True)
+    done = asyncio.ensure_future(all_done())
+    _, still_running = await asyncio.wait([done], timeout=budget_s)
+    cut_off = bool(still_running)
+    for task in [done, *workers, *probes]:
+        task.cancel()
+    await asyncio.gather(done, *workers, *probes, return_exceptions=True)
     missing = [m.id for m, r in zip(monitors, results, strict=True) if r is None]
     if missing and not cut_off:
         raise ValueError(f"order left monitors unprobed: {missing[:5]}")
@@ -158,19 +175,25 @@ async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) 
         return ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
 
 
-def slowest_first(monitors: Sequence[Monitor], recent: dict[int, tuple[int, int | None]]) -> list[int]:
-    """Indexes of `monitors`, the probes expected to take longest first (longest-processing-
-    time-first keeps the makespan near its lower bound).
+def start_order(monitors: Sequence[Monitor], recent: dict[int, tuple[int, int | None, int]], minute: int) -> list[int]:
+    """Indexes of `monitors` in the order their probes start in `minute`.
 
-    `recent` maps a monitor id to (failures, latency_ms_max) of its newest rollup hour. A
-    monitor that failed then may take its whole deadline (a hanging host), so it counts as
-    its timeout; one without history counts as 0 and keeps its place among the rest."""
+    `recent` maps a monitor id to (failures, latency_ms_max, last_check_ms) of its newest rollup
+    hour. First the monitors whose previous due check was not decided -- no check since the
+    start of the minute one interval back: cut off by the budget, never checked, or monitor-tick
+    was not running -- the longest waiting first, so a monitor cut off once starts early next
+    time and none is cut off for ever. Then the rest, the probes expected to take longest first
+    (longest-processing-time-first keeps the makespan near its lower bound): a monitor that
+    failed in that hour may take its whole deadline (a hanging host), so it counts as its
+    timeout, the others as their slowest latency."""
+    minute_start_ms = clock.minute_start_ms(minute)
 
-    def expected_ms(index: int) -> float:
+    def key(index: int) -> tuple[bool, float, int]:
         monitor = monitors[index]
-        failures, latency_ms_max = recent.get(monitor.id, (0, None))
-        if failures:
-            return monitor.timeout_s * 1000
-        return float(latency_ms_max or 0)
+        failures, latency_ms_max, last_check_ms = recent.get(monitor.id, (0, None, -1))
+        if last_check_ms < minute_start_ms - clock.s_to_ms(monitor.effective_interval_sec):
+            return (False, last_check_ms, index)  # undecided: oldest last check first
+        expected_ms = clock.s_to_ms(monitor.timeout_s) if failures else latency_ms_max or 0
+        return (True, -expected_ms, index)
 
-    return sorted(range(len(monitors)), key=expected_ms, reverse=True)
+    return sorted(range(len(monitors)), key=key)

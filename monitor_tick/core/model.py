@@ -8,6 +8,7 @@ row raises InvalidMonitor with a short cause.
 
 from __future__ import annotations
 
+import unicodedata
 from dataclasses import dataclass, fields
 from typing import Literal
 
@@ -16,8 +17,18 @@ from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
 Status = Literal["up", "down", "unknown"]
 
 METHODS = ("GET", "HEAD")
-MAX_TIMEOUT_S = 30.0  # with the tick's 30 s probe budget, a probe always fits in its minute
+# The largest --timeout: 5 s under the tick's 30 s probe budget, so a probe that starts late
+# (behind others holding their slots, fanout.probe_all) still ends as `timeout`, never cut off.
+MAX_TIMEOUT_S = 25.0
+# What older versions accepted (and the schema's CHECK still does): such rows are probed at
+# MAX_TIMEOUT_S (probes.monitor_from_row).
+STORED_MAX_TIMEOUT_S = 30.0
 MAX_RETRIES = 3
+# The longest interval (and plan floor). The schedule's rule, minute % n == phase, holds for any
+# n, but a monitor first fires up to n minutes after it is added, and rollups are kept 400 days
+# (store.RETENTION_DEFAULT_MS): past a year a monitor might never be checked in practice, and its
+# last check could be pruned before the next one. A year is the longest period that keeps one.
+MAX_INTERVAL_SEC = 365 * 86_400
 
 
 class InvalidMonitor(ValueError):
@@ -141,12 +152,45 @@ def check_common(monitor: Monitor) -> None:
         raise InvalidMonitor(f"interval is not a whole number of seconds: {interval_sec!r}")
     if interval_sec < 60 or interval_sec % 60:
         raise InvalidMonitor(f"interval must be a whole number of minutes, at least 1m (got {interval_sec}s)")
+    if interval_sec > MAX_INTERVAL_SEC:
+        raise InvalidMonitor(
+            f"interval must be at most {format_duration_s(MAX_INTERVAL_SEC)} (got {format_duration_s(interval_sec)})"
+        )
     if monitor.aligned not in (0, 1):
         raise InvalidMonitor(f"aligned must be 0 or 1 (got {monitor.aligned!r})")
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not (0 < timeout_s <= MAX_TIMEOUT_S):
         raise InvalidMonitor(f"timeout must be more than 0s and at most {MAX_TIMEOUT_S:g}s (got {timeout_s!r})")
     if isinstance(retries, bool) or not isinstance(retries, int) or not (0 <= retries <= MAX_RETRIES):
         raise InvalidMonitor(f"retries must be 0 to {MAX_RETRIES} (got {retries!r})")
+
+
+def line_breaker(text: str) -> str | None:
+    """What in `text` breaks a one-line output or an SVG/XML file, as a short phrase; None when
+    nothing does. Control characters (C0, DEL, C1: an escape sequence rewrites a terminal, and
+    XML forbids most of them), line and paragraph separators, and lone surrogates (undecodable
+    bytes of a command line, which SQLite cannot store as text)."""
+    for ch in text:
+        category = unicodedata.category(ch)
+        if category == "Cc":
+            return f"a control character (U+{ord(ch):04X})"
+        if category in ("Zl", "Zp"):
+            return f"a line or paragraph separator (U+{ord(ch):04X})"
+        if category == "Cs" or ch in "\ufffe\uffff":
+            return f"a character that is not text (U+{ord(ch):04X})"
+    return None
+
+
+def check_name(name: str, what: str = "name", *, may_be_number: bool = True) -> None:
+    """A name as a user sets it (a monitor's, a plan's, an owner's): shown on one line in tables,
+    pages and badges. Raises InvalidMonitor. Monitor names (`may_be_number` False) must not be all
+    digits: `pause 42` reads 42 as an id (store.monitor_id), so such a name could not be used."""
+    if not name.strip():
+        raise InvalidMonitor(f"{what} is empty or only whitespace")
+    problem = line_breaker(name)
+    if problem:
+        raise InvalidMonitor(f"{what} contains {problem}")
+    if not may_be_number and name.isdigit():
+        raise InvalidMonitor(f"{what} {name!r} is all digits, which reads as a monitor id; choose another")
 
 
 def check_text(value: object, what: str) -> None:

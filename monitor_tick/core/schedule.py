@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from monitor_tick.core.clock import MINUTES_PER_DAY, S_PER_MINUTE
+from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, S_PER_MINUTE
 
 # Housekeeping (auto-pause, rollup retention) runs once a day in this minute of the UTC day:
 # 03:17, away from the :00 boundaries where aligned monitors pile up.
@@ -65,6 +65,13 @@ def in_window(now_ms: int, starts_at_ms: int, ends_at_ms: int) -> bool:
 
 def is_housekeeping_minute(minute: int) -> bool:
     return minute % MINUTES_PER_DAY == HOUSEKEEPING_MINUTE_OF_DAY
+
+
+def is_hourly_report_minute(minute: int, period_min: int) -> bool:
+    """For a problem seen each time a monitor with this period is due: whether to say it in
+    `minute`. Any `period_min` consecutive minutes hold exactly one due minute, so it is said
+    once an hour (in every due minute when the period is an hour or longer)."""
+    return minute % (MS_PER_HOUR // MS_PER_MINUTE) < period_min
 
 
 @dataclass(frozen=True)

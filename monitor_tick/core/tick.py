@@ -28,9 +28,13 @@ if TYPE_CHECKING:
 DEFAULT_CONCURRENCY = 50
 DEFAULT_RETRY_DELAY_S = 2.0
 DEFAULT_CATCH_UP_MINUTES = 15
-# Probing stops here. With the network canary (5 s at most) and sending notifications (20 s at
-# most) a tick ends inside its minute.
+# Probing stops here. With the network canary (5 s at most), sending notifications (20 s at
+# most) and the --ping-url ping (publish/ping.py, 3 s) a tick ends inside its minute.
 DEFAULT_BUDGET_S = 30.0
+# A probe still running after this share of the budget (2 s of 30 s) gives its slot to the next
+# monitor and runs on to its deadline: hanging hosts never keep the rest queued until the budget
+# cuts them off. Three such holds and the largest timeout (25 s) still fit the budget.
+SLOT_HOLD_SHARE = 1 / 15
 
 
 @dataclass
@@ -65,9 +69,11 @@ class TickReport:
     due: list[Monitor] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
     invalid: list[tuple[int, str]] = field(default_factory=list)
+    # probed, but refused by --block-private (a configuration error): (id, cause), not recorded
+    refused: list[tuple[int, str]] = field(default_factory=list)
     summary: store.WriteSummary | None = None
     duration_ms: int = 0
-    housekeeping: tuple[int, int] | None = None
+    housekeeping: tuple[list[store.AutoPaused], int] | None = None  # (auto-paused, rollups deleted)
     network_lost: bool = False
     delivery: notify.DeliveryReport | None = None
 
@@ -82,7 +88,7 @@ class TickReport:
             "up": s.up if s else 0,
             "down": s.down if s else 0,
             "unknown": s.unknown if s else 0,
-            "invalid": len(self.invalid),
+            "invalid": len(self.invalid) + len(self.refused),
             "opened": len(s.opened) if s else 0,
             "resolved": len(s.resolved) if s else 0,
             "confirmed": len(s.confirmed) if s else 0,
@@ -91,6 +97,23 @@ class TickReport:
             "duration_ms": self.duration_ms,
             "results": self.results_json(),
         }
+
+    def skipped_to_say(self) -> list[tuple[int, str]]:
+        """The rows skipped as configuration errors to say on stderr in this tick: every
+        invalid row, and each refused one once an hour (its probe is refused every time)."""
+        periods = {m.id: m.effective_interval_sec // clock.S_PER_MINUTE for m in self.due}
+        hourly = [(i, c) for i, c in self.refused if schedule.is_hourly_report_minute(self.minute, periods[i])]
+        return self.invalid + hourly
+
+    def auto_paused_lines(self) -> list[str]:
+        """One line per monitor housekeeping auto-paused in this tick (also notified)."""
+        paused = self.housekeeping[0] if self.housekeeping else []
+        return [
+            f"monitor {p.monitor_id} ({p.name}) auto-paused after "
+            f"{clock.format_duration_s(clock.ms_to_s(self.now_ms - p.down_since_ms))} down "
+            f"(since {clock.iso_from_ms(p.down_since_ms)}); no longer probed until `monitor-tick resume {p.monitor_id}`"
+            for p in paused
+        ]
 
     def results_json(self) -> list[dict[str, Any]]:
         """One entry per check, with its kind and cause; days left for certificates."""
@@ -115,6 +138,22 @@ class TickReport:
         return out
 
 
+class MinuteNotYet(ValueError):
+    """A replay (--minute) of a minute that has not come yet: a usage error."""
+
+
+def refuse_future_minute(minute: int | None) -> None:
+    """Raise MinuteNotYet when `minute` (a replay) is after the live clock's minute: claiming it
+    would leave the live tick for it nothing to do, and record results before they happen."""
+    if minute is None:
+        return
+    live = clock.minute_of_ms(clock.now_ms())
+    if minute > live:
+        raise MinuteNotYet(
+            f"--minute {minute} has not come yet (the clock reads minute {live}); only --dry-run can look ahead"
+        )
+
+
 def tick_time_ms(minute: int | None) -> int:
     """The one clock reading of a tick: the live clock, or the start of a replayed minute."""
     return clock.now_ms() if minute is None else clock.minute_start_ms(minute)
@@ -134,14 +173,19 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
     return good, bad
 
 
-def select_due_rows(conn: store.sqlite3.Connection, minutes: list[int], now_ms: int) -> list[dict[str, Any]]:
+def select_due_rows(
+    conn: store.sqlite3.Connection, minutes: list[int], now_ms: int, *, replay: bool = False
+) -> list[dict[str, Any]]:
     """The monitors due in any of `minutes`, each once. Maintenance windows and plan floors
     are judged at `now_ms`, for caught-up minutes too: the probe happens now, so a monitor in
-    maintenance now is not probed for a minute it missed before the window began."""
+    maintenance now is not probed for a minute it missed before the window began. A `replay`
+    leaves out monitors created after `now_ms` (its minute): they did not exist yet. (A live
+    tick does not: a monitor added under a clock that was ahead must still be probed.)"""
     rows: dict[int, dict[str, Any]] = {}
     for minute in minutes:
         for row in store.select_due(conn, minute, now_ms):
-            rows.setdefault(row["id"], row)
+            if not (replay and row["created_at_ms"] > now_ms):
+                rows.setdefault(row["id"], row)
     return [rows[key] for key in sorted(rows)]
 
 
@@ -149,31 +193,46 @@ def due_now(options: TickOptions) -> tuple[int, list[Monitor], list[tuple[int, s
     """--dry-run: (minute, monitors due, invalid rows) without claiming or writing."""
     now_ms = tick_time_ms(options.minute)
     minute = clock.minute_of_ms(now_ms)
-    conn = store.open_db(options.db_path, busy_timeout_s=options.busy_timeout_s)
-    try:
-        good, bad = split_rows(store.select_due(conn, minute, now_ms))
-    finally:
-        conn.close()
+    # read-only: a dry run never creates, writes or upgrades the database
+    replay = options.minute is not None
+    good, bad = store.read_db(
+        options.db_path, lambda conn: split_rows(select_due_rows(conn, [minute], now_ms, replay=replay))
+    )
     return minute, good, bad
 
 
 def run_tick(options: TickOptions) -> TickReport:
     """Run one tick. Raises store.StoreError when the database cannot be used; down monitors
-    are results, not errors. Rows that cannot be probed are skipped and listed in `invalid`."""
+    are results, not errors; raises MinuteNotYet for a replay of a minute that has not come.
+    Rows that cannot be probed are skipped and listed in `invalid`. A --force rerun of a
+    finished minute probes and reports what is due but records only what its run did not."""
     started = time.perf_counter()
+    refuse_future_minute(options.minute)
+    live = options.minute is None
     now_ms = tick_time_ms(options.minute)
     minute = clock.minute_of_ms(now_ms)
     conn = store.open_db(options.db_path, busy_timeout_s=options.busy_timeout_s)
     try:
-        catch_up = options.catch_up_minutes if options.minute is None else 0
-        claim = store.claim_minutes(conn, minute, now_ms, force=options.force, catch_up_minutes=catch_up)
+        claim = store.claim_minutes(
+            conn,
+            minute,
+            now_ms,
+            force=options.force,
+            catch_up_minutes=options.catch_up_minutes if live else 0,
+            reclaim_missed=live,
+        )
         if claim is None:
             return TickReport(minute, now_ms, claimed=False)
         minutes = [minute, *claim.covered]
-        good, bad = split_rows(select_due_rows(conn, minutes, now_ms))
+        rows = select_due_rows(conn, minutes, now_ms, replay=not live)
+        created_ms = {int(row["id"]): int(row["created_at_ms"]) for row in rows}
+        good, bad = split_rows(rows)
         recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
         probes = _probe(good, options, now_ms, read_for_kinds(conn, good), recent) if good else []
         results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
+        refused: list[tuple[int, str]] = []
+        if options.guard is not None:
+            results, refused = _set_refusals_aside(results)
         network_lost = False
         if results:
             policy = _alert_policy()
@@ -181,8 +240,24 @@ def run_tick(options: TickOptions) -> TickReport:
             if network_lost:
                 results = policy.offline(results)
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
+        rerun = claim.rerun
+        recordable = results
+        if rerun is not None:  # never a second check for a monitor-minute
+            recordable = [r for r in results if rerun.may_record(r.monitor_id, created_ms[r.monitor_id])]
+        # a live tick: no later tick can have counted a check after this (it started after our
+        # clock reading, and at most our run time and one wait for the write lock ago)
+        ahead_after_ms = None
+        if live:
+            ahead_after_ms = now_ms + duration_ms + clock.s_to_ms(options.busy_timeout_s) + clock.MS_PER_MINUTE
         summary = store.write_results(
-            conn, minutes, now_ms, results, finished_at_ms=now_ms + duration_ms, network_lost=network_lost
+            conn,
+            minutes,
+            now_ms,
+            recordable,
+            finished_at_ms=now_ms + duration_ms,
+            network_lost=network_lost,
+            ahead_after_ms=ahead_after_ms,
+            rerun=rerun,
         )
         housekeeping = None
         if any(schedule.is_housekeeping_minute(m) for m in minutes):
@@ -208,12 +283,22 @@ def run_tick(options: TickOptions) -> TickReport:
         due=good,
         results=results,
         invalid=bad,
+        refused=refused,
         summary=summary,
         duration_ms=clock.elapsed_ms(started, time.perf_counter()),
         housekeeping=housekeeping,
         network_lost=network_lost,
         delivery=delivery,
     )
+
+
+def _set_refusals_aside(results: list[CheckResult]) -> tuple[list[CheckResult], list[tuple[int, str]]]:
+    """(results to record, (id, cause) of probes --block-private refused). A refusal is the
+    configuration's error, like an invalid row, not the site's outage: it records no check."""
+    is_refusal = _address_guard().is_refusal
+    kept = [r for r in results if not is_refusal(r.cause)]
+    refused = [(r.monitor_id, f"refused by --block-private: {r.cause}") for r in results if is_refusal(r.cause)]
+    return kept, refused
 
 
 # What a kind with results of its own reads for its due monitors before probing, in one query
@@ -236,9 +321,9 @@ def _probe(
     options: TickOptions,
     now_ms: int,
     loaded: dict[str, Any],
-    recent: dict[int, tuple[int, int | None]] | None = None,
+    recent: dict[int, tuple[int, int | None, int]] | None = None,
 ) -> list[ProbeResult]:
-    """Probe on an event loop, slowest expected first (`recent`: store.recent_rollups)."""
+    """Probe on an event loop in fanout.start_order (`recent`: store.recent_rollups)."""
     asyncio, fanout = _event_loop()
     tls = fanout.ssl_context(options.verify)
 
@@ -253,7 +338,8 @@ def _probe(
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
                 budget_s=options.budget_s,
-                order=fanout.slowest_first(monitors, recent or {}),
+                order=fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
+                slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
             )
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
@@ -287,7 +373,8 @@ def _probe_canary(
 # ---------------------------------------------------------------------------------------------
 # Deferred imports, all of the tick's in one place. An idle tick (nothing due, nothing to send;
 # cron runs it 1,440 times a day) imports none of these: the probes and the fan-out bring httpx,
-# asyncio and aiohttp; the alert modules are needed only when there are results or deliveries.
+# asyncio and aiohttp (the address guard, httpx); the alert modules are needed only when there are
+# results or deliveries.
 
 
 def _probes() -> ModuleType:
@@ -302,6 +389,12 @@ def _event_loop() -> tuple[ModuleType, ModuleType]:
     from monitor_tick.core import fanout
 
     return asyncio, fanout
+
+
+def _address_guard() -> ModuleType:
+    from monitor_tick.probes import guard
+
+    return guard
 
 
 def _alert_policy() -> ModuleType:

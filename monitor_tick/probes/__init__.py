@@ -28,7 +28,18 @@ from dataclasses import fields, replace
 from typing import Any
 from urllib.parse import urlsplit
 
-from monitor_tick.core.model import COMMON_SETTINGS, OPTION_FLAGS, OPTIONS, InvalidMonitor, Monitor, check_common
+from monitor_tick.core.model import (
+    COMMON_SETTINGS,
+    MAX_TIMEOUT_S,
+    OPTION_FLAGS,
+    OPTIONS,
+    STORED_MAX_TIMEOUT_S,
+    InvalidMonitor,
+    Monitor,
+    check_common,
+    check_name,
+    line_breaker,
+)
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import heartbeat, http, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
@@ -81,12 +92,17 @@ def check_monitor(monitor: Monitor) -> Kind:
 
 def new_monitor(*, name: str | None, url: str, interval_sec: int, aligned: bool, given: Mapping[str, Any]) -> Monitor:
     """A monitor as `add` creates it: its kind's defaults, then the options the user gave.
-    Raises InvalidMonitor (an option given for a kind it does not apply to included)."""
+    Raises InvalidMonitor (an option given for a kind it does not apply to included, and a name
+    or URL that would break a one-line output)."""
+    problem = line_breaker(url)
+    if problem:  # checked here, not on stored rows: it would become the default name
+        raise InvalidMonitor(f"url contains {problem}")
     kind = PROBES[kind_of_url(url)]
     for option in given:
         if option not in kind.options:
             raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
     monitor = draft_monitor(name=name, url=url, interval_sec=interval_sec, aligned=aligned, given=given)
+    check_name(monitor.name, may_be_number=False)
     check_monitor(monitor)
     return monitor
 
@@ -96,7 +112,7 @@ def draft_monitor(*, name: str | None, url: str, interval_sec: int, aligned: boo
     kind = PROBES[kind_of_url(url)]
     return Monitor(
         id=0,
-        name=name or redact_url(url),  # a default name is shown everywhere: no secrets in it
+        name=redact_url(url) if name is None else name,  # a default name is shown everywhere: no secrets in it
         kind=kind.name,
         url=url,
         interval_sec=interval_sec,
@@ -112,6 +128,9 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
         raise InvalidMonitor(f"owner {row.get('owner_id')!r} does not exist")
     if row.get("plan_missing"):
         raise InvalidMonitor(f"the plan of owner {row.get('owner_id')!r} does not exist")
+    timeout_s = row.get("timeout_s")
+    if isinstance(timeout_s, int | float) and MAX_TIMEOUT_S < timeout_s <= STORED_MAX_TIMEOUT_S:
+        row = {**row, "timeout_s": MAX_TIMEOUT_S}  # an older version's timeout: see model.MAX_TIMEOUT_S
     monitor = Monitor(
         id=int(row["id"]),
         effective_interval_sec=row["effective_interval_sec"],  # a number once the interval is checked

@@ -25,8 +25,18 @@ IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 
 
+BLOCKED = "blocked: "  # how the cause of a refused connection begins
+
+
 class BlockedAddress(OSError):
     """A connection the guard refused; str() is the probe's cause."""
+
+
+def is_refusal(cause: str | None) -> bool:
+    """Whether a probe's cause says the guard refused it ('blocked: ...', 'tcp: blocked: ...')."""
+    if cause is None:
+        return False
+    return cause.startswith(BLOCKED) or cause.partition(": ")[2].startswith(BLOCKED)
 
 
 class AddressGuard:
@@ -44,7 +54,7 @@ class AddressGuard:
         addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
         blocked = [a for a in addresses if self.is_blocked(a)]
         if blocked:
-            raise BlockedAddress(f"blocked: {blocked[0]} is not a public address")
+            raise BlockedAddress(f"{BLOCKED}{blocked[0]} is not a public address")
         return str(addresses[0])
 
     def is_blocked(self, address: IPAddress) -> bool:
@@ -87,7 +97,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.AsyncNetworkStream:
-        raise BlockedAddress("blocked: unix sockets")
+        raise BlockedAddress(f"{BLOCKED}unix sockets")
 
     async def sleep(self, seconds: float) -> None:
         await self._inner.sleep(seconds)

@@ -30,7 +30,14 @@ from monitor_tick.core.model import (
     status_accepted,
 )
 from monitor_tick.probes.base import Kind, ProbeContext
-from monitor_tick.probes.net import cause_of_os_error, cert_expires_at_ms, check_expires_within, connect, expiry_cause
+from monitor_tick.probes.net import (
+    NO_ROUTE_ERRNOS,
+    cause_of_os_error,
+    cert_expires_at_ms,
+    check_expires_within,
+    connect,
+    expiry_cause,
+)
 
 MAX_BODY_BYTES = 1024 * 1024  # at most this much of a body is kept, to look for keywords
 MAX_REDIRECTS = 5
@@ -140,7 +147,9 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
         visited.add(id(seen))
         if isinstance(seen, OSError | ssl.SSLError) and not isinstance(seen, httpx.HTTPError):
             cause = cause_of_os_error(seen)
-            if cause != "connect error":  # anyio wraps the real error in a plain OSError
+            # anyio wraps the real error in a plain OSError; an unreachable network is the real
+            # one (aiohttp's text for it says "ssl:default", which is not a TLS failure)
+            if cause != "connect error" or getattr(seen, "errno", None) in NO_ROUTE_ERRNOS:
                 return cause
         seen = seen.__cause__ or seen.__context__
     text = str(exc).lower()

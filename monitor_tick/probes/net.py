@@ -15,6 +15,8 @@ from monitor_tick.core.model import InvalidMonitor, Monitor, check_seconds, expi
 from monitor_tick.probes.guard import AddressGuard, BlockedAddress
 
 CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
+# No route to the host: nothing answered, the failure is on the way (our own network, often)
+NO_ROUTE_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN})
 
 
 def cause_of_os_error(exc: BaseException) -> str:

@@ -6,6 +6,7 @@ carries a textLength, so the badge keeps its shape in whatever font the viewer s
 
 from __future__ import annotations
 
+import re
 from html import escape
 
 LABEL_COLOR = "#555"
@@ -22,6 +23,10 @@ COLORS = {
 GREY = "#9f9f9f"  # paused, new, no data
 PADDING_PX = 6
 MAX_LABEL_CHARS = 40
+
+# characters XML 1.0 forbids even when escaped: one in a name (stored before names were checked)
+# would make the whole SVG unreadable
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
 _NARROW = set("iIl.,:;'|!`")
 _SLIM = set("fjrt()[]{}/\\- ")
@@ -49,6 +54,7 @@ def text_px(text: str) -> float:
 
 def badge_svg(label: str, value: str, color: str) -> str:
     """One badge. `label` and `value` are plain text (escaped here); `color` a CSS colour."""
+    label, value = _NOT_XML.sub("\ufffd", label), _NOT_XML.sub("\ufffd", value)
     if len(label) > MAX_LABEL_CHARS:
         label = label[: MAX_LABEL_CHARS - 1] + "…"
     label_text, value_text = text_px(label), text_px(value)

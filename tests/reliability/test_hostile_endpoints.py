@@ -137,7 +137,7 @@ def test_a_probe_cut_off_by_the_ticks_budget_is_unknown_not_down(
     conn: sqlite3.Connection, db_path: str, local_server: LocalServer
 ) -> None:
     fine = add(conn, local_server.url("/ok"))
-    stuck = add(conn, local_server.url("/hang"), timeout_s=30.0)
+    stuck = add(conn, local_server.url("/hang"), timeout_s=25.0)
     report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, retry_delay_s=0, budget_s=1.0))
     by_id = {r.monitor_id: r for r in report.results}
     assert by_id[fine].status == "up"

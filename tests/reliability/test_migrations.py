@@ -113,14 +113,11 @@ def test_the_first_tick_upgrades_a_version_1_file_and_keeps_its_history(v1_db: s
 def test_a_read_only_command_never_upgrades_and_says_what_will(v1_db: str) -> None:
     before = Path(v1_db).read_bytes()
     done = cli(v1_db, "report")
-    if store.SCHEMA_VERSION == 1:  # nothing to upgrade yet: the report simply reads the file
-        assert done.returncode == 0
-    else:
-        assert done.returncode == 1 and done.stdout == ""
-        assert done.stderr == (
-            f"monitor-tick: database {v1_db} has schema version 1, older than this monitor-tick's "
-            f"({store.SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it\n"
-        )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"monitor-tick: database {v1_db} has schema version 1, older than this monitor-tick's "
+        f"({store.SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it\n"
+    )
     assert Path(v1_db).read_bytes() == before
 
 
@@ -146,3 +143,17 @@ def test_a_failing_step_leaves_the_file_as_it_was(v1_db: str, monkeypatch: pytes
         store.open_db(v1_db)
     assert version_of(v1_db) == 1
     assert schema_of(v1_db) == before  # the first step was rolled back with the second
+
+
+def test_step_3_gives_the_ledger_its_unrecorded_ids_and_keeps_its_rows(v1_db: str) -> None:
+    before = sqlite3.connect(v1_db)
+    rows = before.execute("SELECT * FROM ticks ORDER BY minute").fetchall()
+    before.close()
+    assert rows  # the fixture's replayed ticks
+    store.open_db(v1_db).close()
+    after = sqlite3.connect(v1_db)
+    columns = [row[1] for row in after.execute("PRAGMA table_info(ticks)")]
+    assert columns[-1] == "unrecorded_ids"
+    # the old runs are kept as they were; none is taken to have left anything unrecorded
+    assert after.execute("SELECT * FROM ticks ORDER BY minute").fetchall() == [(*row, None) for row in rows]
+    after.close()

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick import store
+from monitor_tick.core import clock
 from monitor_tick.core.redact import redact_url
 from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.guard import AddressGuard
@@ -23,6 +24,13 @@ from tests.servers import LocalServer, refused_port, send_response
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 MINUTE = 29_934_720
+
+
+def added_before_minute() -> dict[str, str]:
+    """The environment for `add` run as if a minute before MINUTE (clock.py's test offset):
+    replays record nothing for monitors added after their minute."""
+    offset_ms = clock.minute_start_ms(MINUTE - 1) - clock.now_ms()
+    return {**os.environ, "MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(offset_ms)}
 
 
 @pytest.mark.parametrize(
@@ -50,7 +58,9 @@ def test_credentials_and_tokens_never_reach_output_or_stored_causes(tmp_path: Pa
     outputs = []
     for n, url in enumerate(secret_urls):
         args = ["add", url, "--name", f"m{n}", "--every", "1m", "--retries", "0", "--timeout", "1s", "--db", db]
-        outputs.append(subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60))
+        outputs.append(
+            subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, env=added_before_minute())
+        )
     for args in (
         ["--minute", str(MINUTE), "--json", "-v"],
         ["--minute", str(MINUTE + 1), "-v"],
@@ -125,11 +135,11 @@ def test_with_the_guard_a_name_that_resolves_to_loopback_is_refused(
 ) -> None:
     monitor = add(conn, f"http://localhost:{local_server.port}/ok", retries=0)
     report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, guard=AddressGuard()))
-    (result,) = report.results
-    assert (result.monitor_id, result.status) == (monitor, "down")
-    assert (
-        result.cause is not None and result.cause.startswith("blocked: ") and "is not a public address" in result.cause
-    )
+    # a refusal is a configuration error, not a check (tests/reliability/test_block_private.py)
+    assert report.results == []
+    ((refused, cause),) = report.refused
+    assert refused == monitor
+    assert cause.startswith("refused by --block-private: blocked: ") and cause.endswith("is not a public address")
     assert local_server.hits.total == 0
 
 
@@ -146,7 +156,7 @@ def test_with_the_guard_a_redirect_to_a_blocked_address_is_refused(
         local_server.route("/to-inner", to_inner)
         add(conn, local_server.url("/to-inner"), retries=0)
         report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, guard=AddressGuard(blocked=["127.0.0.2/32"])))
-        assert report.results[0].cause == "blocked: 127.0.0.2 is not a public address"
+        assert report.refused[0][1] == "refused by --block-private: blocked: 127.0.0.2 is not a public address"
         assert local_server.hits["/to-inner"] == 1 and inner.hits.total == 0
         # without the guard the same monitor is up: the refusal was the guard's
         report = run_tick(TickOptions(db_path=db_path, minute=MINUTE + 1))
@@ -160,6 +170,7 @@ def test_the_guard_is_opt_in_from_the_command_line(tmp_path: Path, local_server:
         check=True,
         capture_output=True,
         timeout=60,
+        env=added_before_minute(),
     )
     plain = subprocess.run(
         [MONITOR_TICK, "--db", db, "--minute", str(MINUTE), "--json"], capture_output=True, text=True, timeout=60
@@ -172,7 +183,7 @@ def test_the_guard_is_opt_in_from_the_command_line(tmp_path: Path, local_server:
         env={**os.environ, "MONITOR_TICK_BLOCK_PRIVATE": "1"},
     )
     assert json.loads(plain.stdout)["up"] == 1
-    assert json.loads(guarded.stdout)["down"] == 1
+    assert (json.loads(guarded.stdout)["down"], json.loads(guarded.stdout)["invalid"]) == (0, 1)
 
 
 @pytest.mark.parametrize("scheme", ["tcp", "tls"])
@@ -181,7 +192,7 @@ def test_with_the_guard_tcp_and_tls_monitors_are_refused_too(
 ) -> None:
     add(conn, f"{scheme}://localhost:{local_server.port}", retries=0)
     report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, guard=AddressGuard()))
-    (result,) = report.results
-    assert result.status == "down"
-    assert result.cause is not None and result.cause.startswith(f"{scheme}: blocked: ")
-    assert "is not a public address" in result.cause
+    assert report.results == []
+    ((_, cause),) = report.refused
+    assert cause.startswith(f"refused by --block-private: {scheme}: blocked: ")
+    assert cause.endswith("is not a public address")

@@ -1,0 +1,73 @@
+"""Hosts that never answer are down, however many there are and whatever their timeout; the
+healthy monitors beside them are never cut off because of them (issue 10, items 1 and 2)."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from typer.testing import CliRunner
+
+from monitor_tick import store
+from monitor_tick.cli.app import app
+from monitor_tick.core import clock
+from monitor_tick.core.model import MAX_TIMEOUT_S
+from monitor_tick.core.tick import DEFAULT_BUDGET_S, SLOT_HOLD_SHARE, TickOptions, run_tick
+from monitor_tick.probes import monitor_from_row
+from tests.conftest import add, rollup
+from tests.servers import LocalServer
+
+MINUTE = 29_934_720
+# scaled down from the defaults: the largest timeout `add` accepts is 25 s under a 30 s budget
+BUDGET_S = 2.0
+TIMEOUT_S = BUDGET_S * MAX_TIMEOUT_S / DEFAULT_BUDGET_S
+CONCURRENCY = 2
+
+
+def test_the_largest_timeout_add_accepts_ends_inside_the_budget_even_started_late() -> None:
+    # A hanging probe gives its slot away after SLOT_HOLD_SHARE of the budget; three of them
+    # queued on one slot start at 0, 1 and 2 holds: the third still ends as `timeout`.
+    assert MAX_TIMEOUT_S + 2 * SLOT_HOLD_SHARE * DEFAULT_BUDGET_S < DEFAULT_BUDGET_S
+
+
+def add_cli(db_path: str, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, ["add", "http://a.test/", *args, "--db", db_path])
+    return result.exit_code, result.stderr
+
+
+def test_a_timeout_above_the_largest_is_refused_by_add_and_probed_at_the_largest_when_stored(
+    conn: sqlite3.Connection, db_path: str
+) -> None:
+    assert add_cli(db_path, "--timeout", "30s") == (
+        2,
+        f"monitor-tick: timeout must be more than 0s and at most {MAX_TIMEOUT_S:g}s (got 30.0)\n",
+    )
+    assert add_cli(db_path, "--timeout", f"{MAX_TIMEOUT_S:g}s") == (0, "")
+    # a row written by an older version, when 30 s was allowed, is probed at the largest timeout
+    conn.execute("UPDATE monitors SET timeout_s = 30")
+    (row,) = store.select_due(conn, MINUTE + 1, clock.minute_start_ms(MINUTE + 1))
+    assert monitor_from_row(row).timeout_s == MAX_TIMEOUT_S
+
+
+def test_three_times_concurrency_hanging_hosts_are_down_within_three_due_minutes_and_healthy_ones_stay_up(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer
+) -> None:
+    # the hanging monitors come first in id order: a new database starts probes in id order
+    hanging = [
+        add(conn, local_server.url(f"/hang?n={n}"), name=f"hang{n}", timeout_s=TIMEOUT_S, retries=0)
+        for n in range(3 * CONCURRENCY)
+    ]
+    healthy = [add(conn, local_server.url(f"/ok?n={n}"), name=f"ok{n}", timeout_s=TIMEOUT_S) for n in range(3)]
+    for minute in range(MINUTE, MINUTE + 3):
+        report = run_tick(
+            TickOptions(db_path=db_path, minute=minute, concurrency=CONCURRENCY, budget_s=BUDGET_S, retry_delay_s=0)
+        )
+        status = {r.monitor_id: (r.status, r.cause) for r in report.results}
+        assert [status[m] for m in healthy] == [("up", None)] * 3, minute
+        # every tick ends inside its budget (plus the time to write): nothing waits for a hang
+        assert report.duration_ms < clock.s_to_ms(BUDGET_S) + 1_000
+    for m in hanging:
+        checks, failures = rollup(conn, m)
+        assert failures >= 1 and failures == checks, (m, checks, failures)
+    open_incidents = conn.execute("SELECT monitor_id, cause FROM incidents WHERE resolved_at_ms IS NULL").fetchall()
+    assert sorted(open_incidents) == [(m, "timeout") for m in hanging]
+    assert all(rollup(conn, m) == (3, 0) for m in healthy)

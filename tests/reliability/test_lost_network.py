@@ -1,0 +1,88 @@
+"""A real outage of every monitor at once is reported; only positive evidence that our own
+network is down -- a failed canary -- sets checks aside (issue 10, item 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from freezegun import freeze_time
+
+from monitor_tick import store
+from monitor_tick.core.tick import TickOptions, run_tick
+from tests.conftest import add
+from tests.receivers import JsonReceiver
+from tests.servers import LocalServer
+
+MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
+
+
+def test_when_the_one_domain_of_all_monitors_stops_resolving_incidents_open_and_alerts_go_out(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten services on one home server, all under one domain: the domain's DNS breaks (a cause
+    that also looks like our own lost network) and there is no canary to tell otherwise."""
+    real = socket.getaddrinfo
+    broken = False
+
+    def lookup(host: object, *args: object, **kwargs: object) -> object:
+        name = host.decode("ascii") if isinstance(host, bytes) else host  # anyio passes IDNA bytes
+        if isinstance(name, str) and name.endswith(".home.test"):
+            if broken:
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+            return real("127.0.0.1", *args, **kwargs)  # type: ignore[arg-type]
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    monitors = [
+        add(conn, f"http://app{n}.home.test:{local_server.port}/ok", name=f"app{n}", retries=0) for n in range(10)
+    ]
+    with JsonReceiver() as rx:
+        store.add_channel(conn, rx.apprise_url(), monitor_ref=None, owner_name=None, created_at_ms=0)
+        for n, when in enumerate(("00:00:05", "00:01:05", "00:02:05")):
+            broken = n > 0
+            with freeze_time(f"2026-12-01T{when}Z", real_asyncio=True):
+                report = run_tick(TickOptions(db_path=db_path, retry_delay_s=0))
+            assert not report.network_lost
+        assert rx.titles() == ["DOWN: 10 monitors"]
+    incidents = conn.execute("SELECT monitor_id, state, cause FROM incidents ORDER BY monitor_id").fetchall()
+    assert incidents == [(m, "confirmed", "dns") for m in monitors]
+
+
+def test_a_lost_network_with_a_failing_canary_is_still_set_aside(db_path: str, local_server: LocalServer) -> None:
+    """The tick runs in an empty network namespace: even 127.0.0.1 is unreachable from it, so
+    every probe and the canary fail to reach their host."""
+    conn = store.open_db(db_path)
+    try:
+        for n in range(10):
+            add(conn, local_server.url(f"/ok?n={n}"), name=f"app{n}", retries=0)
+        store.set_setting(conn, store.CANARY_SETTING, local_server.url("/ok?canary"))
+    finally:
+        conn.close()
+    done = subprocess.run(
+        ["unshare", "-n", MONITOR_TICK, "--db", db_path, "--retry-delay", "0", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "NO_COLOR": "1"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert (summary["network_lost"], summary["down"], summary["unknown"], summary["opened"]) == (True, 0, 10, 0)
+    assert done.stderr == (
+        "monitor-tick: network looks down from here: 10 of 10 checks failed to reach their host "
+        "(dns, connect error); counted as unknown, no incidents opened, nobody notified\n"
+    )
+    assert local_server.hits.total == 0  # nothing left the namespace
+    conn = store.open_db(db_path)
+    try:
+        assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
+    finally:
+        conn.close()

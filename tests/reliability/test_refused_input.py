@@ -1,0 +1,174 @@
+"""Input that should be refused: names that break output or shadow ids, intervals the schedule
+cannot honour, and database paths that are not files. One line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from monitor_tick.cli.app import app
+from monitor_tick.core import clock
+from monitor_tick.publish import statuspage
+from tests.conftest import add
+
+MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(*args: str) -> Outcome:
+    """The Typer app in this process (the refusals under test are all the app's own)."""
+    result = CliRunner().invoke(app, list(args))
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def run_command(*args: str, cwd: Path) -> Outcome:
+    """The installed command: a plain tick runs on cli/entry.py's fast path, without Typer."""
+    done = subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, cwd=cwd)
+    return Outcome(done.returncode, done.stdout, done.stderr)
+
+
+def assert_refused(result: Outcome, fragment: str) -> None:
+    assert (result.returncode, result.stdout) == (2, ""), result
+    assert result.stderr.startswith("monitor-tick: ") and result.stderr.count("\n") == 1, result.stderr
+    assert fragment in result.stderr
+
+
+def monitor_names(db_path: str) -> list[str]:
+    raw = sqlite3.connect(db_path)
+    try:
+        return [row[0] for row in raw.execute("SELECT name FROM monitors ORDER BY id")]
+    finally:
+        raw.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "fragment"),
+    [
+        ("\x1b[31mred", "control character (U+001B)"),
+        ("tab\there", "control character (U+0009)"),
+        ("two\nlines", "control character (U+000A)"),
+        ("del\x7f", "control character (U+007F)"),
+        ("c1\x85", "control character (U+0085)"),
+        ("para\u2029graph", "line or paragraph separator (U+2029)"),
+        ("   ", "name is empty or only whitespace"),
+        ("", "name is empty or only whitespace"),
+        ("42", "all digits"),
+        ("\u0664\u0662", "all digits"),  # Arabic-Indic digits: `pause` reads them as id 42 too
+    ],
+)
+def test_add_refuses_names_that_break_output_or_shadow_ids(db_path: str, name: str, fragment: str) -> None:
+    assert_refused(run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path), fragment)
+    assert monitor_names(db_path) == []
+
+
+def test_a_control_character_in_the_url_is_refused_before_it_becomes_the_default_name(db_path: str) -> None:
+    assert_refused(run("add", "http://127.0.0.1:9/\x1b[2J", "--db", db_path), "control character (U+001B)")
+    assert monitor_names(db_path) == []
+
+
+@pytest.mark.parametrize("command", [["plan", "add", "{}", "--min-interval", "5m"], ["owner", "add", "{}"]])
+def test_plan_and_owner_names_are_refused_alike(db_path: str, command: list[str]) -> None:
+    for name, fragment in (("bad\x1bname", "control character"), (" ", "only whitespace")):
+        args = [part.format(name) for part in command]
+        assert_refused(run(*args, "--db", db_path), fragment)
+
+
+def test_good_names_are_kept_as_given(db_path: str) -> None:
+    for name in ("api", "Café ☕ status", "build 42", "42b", "👩‍💻 team"):
+        result = run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path)
+        assert result.returncode == 0, result.stderr
+    assert monitor_names(db_path) == ["api", "Café ☕ status", "build 42", "42b", "👩‍💻 team"]
+
+
+def test_list_and_report_show_long_names_whole(db_path: str) -> None:
+    names = [f"customer-portal-production-eu-west-{n}" for n in (1, 2)]
+    for name in names:
+        assert run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path).returncode == 0
+    for command in ("list", "report"):
+        out = run(command, "--db", db_path).stdout
+        assert [line.split()[1] for line in out.splitlines() if line.split()[0].isdigit()] == names, out
+
+
+def test_a_stored_control_character_still_gives_a_well_formed_badge(
+    conn: sqlite3.Connection, db_path: str, tmp_path: Path
+) -> None:
+    """A name stored before names were checked (or edited by hand) must not break the SVG."""
+    monitor = add(conn, "http://127.0.0.1:9/", name="ok")
+    conn.execute("UPDATE monitors SET name = ? WHERE id = ?", ("esc\x1b[0m\x00name", monitor))
+    statuspage.publish(db_path, str(tmp_path / "site"), clock.now_ms(), "Status")
+    for badge in sorted((tmp_path / "site" / "badges").glob("*.svg")):
+        ElementTree.fromstring(badge.read_text(encoding="utf-8"))  # raises on a character XML forbids
+
+
+# ---------------------------------------------------------------------------------------------
+# Values
+
+
+@pytest.mark.parametrize("every", ["1000000d", "366d", "527041m"])
+def test_add_refuses_an_interval_longer_than_the_schedule_honours(db_path: str, every: str) -> None:
+    assert_refused(run("add", "http://127.0.0.1:9/", "--every", every, "--db", db_path), "at most 365d")
+    assert monitor_names(db_path) == []
+
+
+def test_the_longest_interval_is_accepted_and_scheduled(db_path: str) -> None:
+    assert run("add", "http://127.0.0.1:9/", "--every", "365d", "--aligned", "--db", db_path).returncode == 0
+    # the first aligned minute after it was added (a replay leaves out monitors not yet added,
+    # and only --dry-run may look ahead): minute % n == 0
+    n = 365 * clock.MINUTES_PER_DAY
+    minute = -(-clock.minute_of_ms(clock.now_ms()) // n) * n
+    due = run("--dry-run", "--minute", str(minute), "--db", db_path)
+    assert (due.returncode, due.stdout.splitlines()[0]) == (
+        0,
+        f"minute {minute} ({clock.iso_from_ms(clock.minute_start_ms(minute))}): 1 due",
+    )
+
+
+def test_a_plan_floor_longer_than_the_schedule_honours_is_refused(db_path: str) -> None:
+    assert_refused(run("plan", "add", "slow", "--min-interval", "400d", "--db", db_path), "at most 365d")
+
+
+DB_COMMANDS = [
+    [],  # the tick
+    ["--status-page", "site"],
+    ["--dry-run"],
+    ["add", "http://127.0.0.1:9/"],
+    ["list"],
+    ["report"],
+    ["status-page", "--out", "site"],
+    ["notify", "list"],
+    ["ping", "backups"],
+    ["pause", "1"],
+    ["check"],
+    ["backup", "--out", "copy.db"],
+]
+
+
+@pytest.mark.parametrize("command", DB_COMMANDS, ids=lambda c: " ".join(c) or "tick")
+def test_a_database_path_that_is_not_a_file_is_refused_everywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: list[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # the command's own --db and the root's (`monitor-tick --db PATH COMMAND`)
+    assert_refused(run(*command, "--db", ""), "--db: '' is not a database file")
+    assert_refused(run("--db", ":memory:", *command), "--db: :memory: is not a database file")
+    assert list(tmp_path.iterdir()) == []  # no ./monitor-tick.db, no ':memory:' file
+
+
+@pytest.mark.parametrize("path", ["", ":memory:"])
+def test_the_ticks_fast_path_refuses_them_too(tmp_path: Path, path: str) -> None:
+    for args in (["--db", path], [f"--db={path}", "--dry-run"]):
+        assert_refused(run_command(*args, cwd=tmp_path), "is not a database file")
+    assert list(tmp_path.iterdir()) == []
