@@ -137,7 +137,7 @@ def test_a_failing_step_leaves_the_file_as_it_was(v1_db: str, monkeypatch: pytes
     good = migrations.Step(2, "adds a column", "ALTER TABLE monitors ADD COLUMN scratch TEXT;")
     bad = migrations.Step(3, "breaks", "ALTER TABLE no_such_table ADD COLUMN x TEXT;")
     monkeypatch.setattr(migrations, "steps_after", lambda version: [good, bad])
-    monkeypatch.setattr(store, "SCHEMA_VERSION", 3)
+    monkeypatch.setattr(store.sqlite, "SCHEMA_VERSION", 3)
     before = schema_of(v1_db)
     with pytest.raises(store.StoreError, match=r"cannot upgrade database .* to schema version 3: no such table"):
         store.open_db(v1_db)
