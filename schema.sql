@@ -2,9 +2,9 @@
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
--- by an older monitor-tick is upgraded by the steps in monitor_tick/migrations/ instead, and a
--- test holds both ways to the same tables, columns and indexes: every change here comes with a
--- step there (a new column goes at the end of its table, as ALTER TABLE ADD COLUMN puts it).
+-- by an older monitor-tick is upgraded by the steps in monitor_tick/store/migrations/ instead,
+-- and a test holds both ways to the same tables, columns and indexes: every change here comes
+-- with a step there (a new column goes at the end of its table, as ALTER TABLE ADD COLUMN puts it).
 --
 -- Tables are STRICT: text where a number belongs is refused on write.
 --

@@ -1,7 +1,7 @@
 """Alert policy, as pure functions: what a message says, when many become one summary, when a
 failed delivery is tried again or given up, and when a tick's failures are our own network's.
 
-Sending lives in alerts/notify.py; state lives in store.py ("Alerts" section).
+Sending lives in alerts/notify.py; state lives in store/deliveries.py.
 """
 
 from __future__ import annotations

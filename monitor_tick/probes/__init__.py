@@ -14,8 +14,9 @@ plus its usage in `add`'s help and in the README, which tests/test_kinds.py requ
 kind in PROBES. Validation on `add` and on every due row, due selection, fan-out, retries,
 rollups, incidents, `list`, `report` and the tick's --json are shared and need no edit. Only a
 kind with an option of its own adds a Monitor field with its column (schema.sql) and an `add`
-option; only a kind with results of its own (heartbeats' pings) adds a table and its SQL
-(store.py), which the tick hands to its probe through `load` -> ctx.loaded.
+option; only a kind with results of its own (heartbeats' pings) adds a table, its SQL
+(store/pings.py) and a line in core/tick.py's KIND_READS, which hands them to its probe in
+ctx.loaded.
 
 Importing this package imports httpx: the tick and the CLI import it only when a monitor is
 due or being added, so an idle tick stays light.

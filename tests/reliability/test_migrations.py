@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from monitor_tick import migrations, store
+from monitor_tick import store
+from monitor_tick.store import migrations
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -1,0 +1,137 @@
+"""The minute ledger (`ticks`): claiming a minute, catching up the minutes cron skipped, and
+--force reruns that never count a check twice."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+
+from monitor_tick.store.db import _one, write_tx
+
+
+def claim_minute(conn: sqlite3.Connection, minute: int, started_at_ms: int, *, force: bool) -> bool:
+    """Claim `minute` for this run: True when this run owns it now.
+
+    Exactly one of any number of concurrent runs for a minute wins (an INSERT on the primary
+    key). With `force`, the minute is claimed again even if an earlier run had it.
+    """
+    return claim_minutes(conn, minute, started_at_ms, force=force, catch_up_minutes=0) is not None
+
+
+@dataclass(frozen=True)
+class Rerun:
+    """A --force rerun of a minute whose run finished: it records only what that run did not."""
+
+    run_minute: int  # the ledger row of the run (the minute itself, or the one that caught it up)
+    started_at_ms: int  # when that run (or the last rerun) started
+    unrecorded: frozenset[int]  # monitors it probed but did not record (unknown)
+
+    def may_record(self, monitor: int, created_at_ms: int) -> bool:
+        """Whether a check of `monitor` would be its first for the run's minutes."""
+        return monitor in self.unrecorded or created_at_ms > self.started_at_ms
+
+
+@dataclass(frozen=True)
+class Claim:
+    minute: int
+    covered: list[int]  # earlier, unclaimed minutes this run probes for (catch-up)
+    missed: int  # unclaimed minutes too old to probe for, recorded as missed
+    rerun: Rerun | None = None  # set when this is a --force rerun of a finished minute
+
+
+MAX_MISSED_MINUTES = 90 * 1_440  # a longer gap is recorded for its last 90 days only
+
+
+# A row recorded as missed by a run whose clock read later than this run's (`:at_ms`): a clock
+# that was ahead claimed minutes that had not come yet. Nothing was probed for it, so a live tick
+# may take it over without counting anything twice (item 9 of issue 10: otherwise one tick under
+# a clock 3 hours ahead leaves the live ticks that follow nothing to do for 3 hours).
+_CLAIMED_AHEAD = ":reclaim AND ticks.missed = 1 AND ticks.started_at_ms > :at_ms"
+
+
+def claim_minutes(
+    conn: sqlite3.Connection,
+    minute: int,
+    started_at_ms: int,
+    *,
+    force: bool,
+    catch_up_minutes: int,
+    reclaim_missed: bool = False,
+) -> Claim | None:
+    """Claim `minute`, and with `catch_up_minutes` > 0 the unclaimed minutes since the newest
+    claimed one: those within the window are covered by this run, older ones recorded as
+    missed. None when another run already has `minute`. Each minute is claimed by exactly one
+    run, however many race (INSERT ... ON CONFLICT DO NOTHING inside one write transaction).
+
+    `reclaim_missed` (live ticks): minutes recorded as missed by a run whose clock read later
+    than `started_at_ms` count as unclaimed. With `force`, a minute whose run finished is
+    returned with `rerun` (record only what that run did not); one that never ran or whose run
+    died is claimed afresh.
+    """
+    with write_tx(conn):
+        if force:
+            return _claim_forced(conn, minute, started_at_ms)
+        params = {"minute": minute, "at_ms": started_at_ms, "reclaim": reclaim_missed}
+        cursor = conn.execute(
+            "INSERT INTO ticks (minute, started_at_ms) VALUES (:minute, :at_ms) ON CONFLICT (minute) "
+            f"DO UPDATE SET started_at_ms = excluded.started_at_ms, missed = 0 WHERE {_CLAIMED_AHEAD}",
+            params,
+        )
+        if cursor.rowcount != 1:
+            return None
+        if catch_up_minutes <= 0:
+            return Claim(minute, [], 0)
+        last = _one(
+            conn,
+            # newest first through the primary key, stopping at the first match (max() would scan)
+            f"SELECT minute FROM ticks WHERE minute < :minute AND NOT ({_CLAIMED_AHEAD}) ORDER BY minute DESC LIMIT 1",
+            params,
+        )
+        if last is None or last >= minute - 1:  # the first tick ever, or no gap
+            return Claim(minute, [], 0)
+        window_start = max(last + 1, minute - catch_up_minutes)
+        missed_start = max(last + 1, window_start - MAX_MISSED_MINUTES)
+        missed = conn.execute(
+            _INSERT_RANGE.format(columns="minute, started_at_ms, missed", values="m, :at_ms, 1"),
+            {**params, "first": missed_start, "last": window_start - 1},
+        ).fetchall()
+        covered = conn.execute(
+            _INSERT_RANGE.format(columns="minute, started_at_ms, covered_by", values="m, :at_ms, :by"),
+            {**params, "first": window_start, "last": minute - 1, "by": minute},
+        ).fetchall()
+        return Claim(minute, sorted(row[0] for row in covered), len(missed))
+
+
+def _claim_forced(conn: sqlite3.Connection, minute: int, started_at_ms: int) -> Claim:
+    """--force: a rerun of a finished run (see Rerun), or a fresh claim when nothing was recorded
+    for `minute` (never claimed, missed, or its run died: finished_at_ms NULL)."""
+    found = conn.execute("SELECT coalesce(covered_by, minute) FROM ticks WHERE minute = ? AND missed = 0", (minute,))
+    row = found.fetchone()
+    run = None
+    if row is not None:
+        run = conn.execute(
+            "SELECT minute, started_at_ms, unrecorded_ids FROM ticks WHERE minute = ? AND finished_at_ms IS NOT NULL",
+            (row[0],),
+        ).fetchone()
+    if run is not None:
+        unrecorded = frozenset(int(i) for i in json.loads(run[2] or "[]"))
+        return Claim(minute, [], 0, Rerun(int(run[0]), int(run[1]), unrecorded))
+    conn.execute(
+        "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) "
+        "ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, "
+        "finished_at_ms = NULL, covered_by = NULL, missed = 0, unrecorded_ids = NULL",
+        (minute, started_at_ms),
+    )
+    return Claim(minute, [], 0)
+
+
+_INSERT_RANGE = (
+    """
+WITH RECURSIVE r(m) AS (SELECT :first WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last)
+INSERT INTO ticks ({columns}) SELECT {values} FROM r WHERE true
+ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, covered_by = excluded.covered_by,
+  missed = excluded.missed WHERE """
+    + _CLAIMED_AHEAD
+    + "\nRETURNING minute\n"
+)

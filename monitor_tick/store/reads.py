@@ -1,0 +1,180 @@
+"""Status page, badges, metrics and report: reads only, a few queries per page.
+
+Nothing here is written per check; all of it is derived from rollups, incidents and ticks."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from typing import Any
+
+from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms
+from monitor_tick.store.db import _dicts, _one
+
+# A monitor's current-state columns and the settings that decide "invalid" (see
+# model.monitor_state), for `FROM monitors m` at
+# :now_ms. The last check is read from the monitor's newest rollup hour (a primary-key seek)
+# rather than a max over all its hours.
+_STATE_COLUMNS = """
+    m.enabled, m.auto_paused,
+    m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status, m.keyword, m.timeout_s, m.retries,
+    m.keyword_absent, m.expires_within_sec, m.grace_sec,
+    EXISTS (SELECT 1 FROM maintenance_windows w
+             WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
+               AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
+    (SELECT i.started_at_ms FROM incidents i
+      WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
+    (SELECT r.last_check_ms FROM rollups r
+      WHERE r.monitor_id = m.id ORDER BY r.hour_start_ms DESC LIMIT 1) AS last_check_ms
+"""
+
+
+def report(conn: sqlite3.Connection, since_ms: int, now_ms: int) -> list[dict[str, Any]]:
+    """Per monitor, over the rollup hours that start at or after the hour of `since_ms`: checks,
+    failures, latency sum of up checks, the incidents that overlap [since_ms, now_ms], and the
+    current-state columns at `now_ms`."""
+    return _dicts(
+        conn,
+        f"""
+        SELECT m.id, m.name, {_STATE_COLUMNS}, {_LATEST_RESULTS},
+               (SELECT count(*) FROM incidents i
+                 WHERE i.monitor_id = m.id AND i.started_at_ms <= :now_ms
+                   AND (i.resolved_at_ms IS NULL OR i.resolved_at_ms >= :since_ms)) AS incidents,
+               coalesce(sum(r.checks), 0) AS checks,
+               coalesce(sum(r.failures), 0) AS failures,
+               sum(r.latency_ms_sum) AS latency_ms_sum,
+               EXISTS (SELECT 1 FROM incidents i
+                        WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS open_incident
+          FROM monitors m
+          LEFT JOIN rollups r ON r.monitor_id = m.id AND r.hour_start_ms >= :since_hour_ms
+          LEFT JOIN pings ON pings.monitor_id = m.id
+         GROUP BY m.id
+         ORDER BY m.id
+        """,
+        {"since_hour_ms": hour_start_ms(since_ms), "since_ms": since_ms, "now_ms": now_ms},
+    )
+
+
+def status_monitors(conn: sqlite3.Connection, now_ms: int) -> list[dict[str, Any]]:
+    """Every monitor with its current-state columns at `now_ms`, when it was created, and the
+    totals of its newest rollup hour (`hour_checks`, `hour_failures`, `hour_latency_ms_sum`)."""
+    return _dicts(
+        conn,
+        f"""
+        SELECT m.id, m.name, m.created_at_ms, {_STATE_COLUMNS},
+               h.hour_start_ms, h.checks AS hour_checks, h.failures AS hour_failures,
+               h.latency_ms_sum AS hour_latency_ms_sum
+          FROM monitors m
+          LEFT JOIN rollups h ON h.monitor_id = m.id
+               AND h.hour_start_ms = (SELECT max(x.hour_start_ms) FROM rollups x WHERE x.monitor_id = m.id)
+         ORDER BY m.id
+        """,
+        {"now_ms": now_ms},
+    )
+
+
+def rollups_by_day(conn: sqlite3.Connection, since_ms: int, tier_starts_ms: Sequence[int]) -> list[dict[str, Any]]:
+    """Rollup totals per monitor, UTC day and tier, over the hours from the hour of `since_ms`.
+
+    `tier` counts how many of `tier_starts_ms` an hour starts at or after, so one pass serves
+    nested windows: the rows of window k are those with tier >= k. A day cut by a window's start
+    comes back as two rows. Each monitor's hours are read through the primary key.
+    """
+    tiers = " + ".join(f"(r.hour_start_ms >= :tier{k})" for k in range(len(tier_starts_ms))) or "0"
+    return _dicts(
+        conn,
+        f"""
+        SELECT r.monitor_id, r.hour_start_ms / :ms_per_day AS day, {tiers} AS tier,
+               sum(r.checks) AS checks, sum(r.failures) AS failures, sum(r.latency_ms_sum) AS latency_ms_sum
+          FROM monitors m
+          CROSS JOIN rollups r ON r.monitor_id = m.id AND r.hour_start_ms >= :since_hour_ms
+         GROUP BY r.monitor_id, day, tier
+        """,
+        {
+            "since_hour_ms": hour_start_ms(since_ms),
+            "ms_per_day": MS_PER_DAY,
+            **{f"tier{k}": hour_start_ms(start) for k, start in enumerate(tier_starts_ms)},
+        },
+    )
+
+
+def recent_incidents(conn: sqlite3.Connection, since_ms: int, per_monitor: int) -> list[dict[str, Any]]:
+    """The newest `per_monitor` incidents of each monitor among those open at or after
+    `since_ms` (started_at_ms, resolved_at_ms, cause), newest first, each row with `total`: how
+    many of that monitor's incidents overlap the window."""
+    return _dicts(
+        conn,
+        """
+        SELECT monitor_id, started_at_ms, resolved_at_ms, cause, http_status, total FROM (
+            SELECT i.*, row_number() OVER (PARTITION BY i.monitor_id ORDER BY i.started_at_ms DESC, i.id DESC) AS n,
+                   count(*) OVER (PARTITION BY i.monitor_id) AS total
+              FROM incidents i
+             WHERE i.resolved_at_ms IS NULL OR i.resolved_at_ms >= :since_ms
+        ) WHERE n <= :per_monitor
+         ORDER BY monitor_id, started_at_ms DESC
+        """,
+        {"since_ms": since_ms, "per_monitor": per_monitor},
+    )
+
+
+def tick_gaps(conn: sqlite3.Connection, from_minute: int, until_minute: int) -> list[tuple[int, int]]:
+    """The [start, end) minute ranges within [from_minute, until_minute) when no tick probed:
+    unclaimed minutes, minutes claimed too late to probe (missed = 1) and runs that died
+    (finished_at_ms NULL). Those are "no data", never downtime. One range scan of the ledger."""
+    return [
+        (int(start), int(end))
+        for start, end in conn.execute(
+            """
+            WITH ran(minute) AS (
+                SELECT minute FROM ticks
+                 WHERE minute >= :from AND minute < :until AND missed = 0 AND finished_at_ms IS NOT NULL
+                UNION ALL SELECT :until
+            )
+            SELECT previous + 1, minute FROM (
+                SELECT minute, lag(minute, 1, :from - 1) OVER (ORDER BY minute) AS previous FROM ran
+            ) WHERE minute > previous + 1
+            """,
+            {"from": from_minute, "until": until_minute},
+        )
+    ]
+
+
+def ticks_per_day(conn: sqlite3.Connection, from_minute: int, until_minute: int) -> dict[int, int]:
+    """UTC day of the epoch -> how many minutes of it within [from_minute, until_minute) a tick
+    probed. Cheaper than tick_gaps over many days: callers look for gaps only in days short
+    of minutes."""
+    return dict(
+        conn.execute(
+            "SELECT minute / :per_day, count(*) FROM ticks WHERE minute >= :from AND minute < :until "
+            "AND missed = 0 AND finished_at_ms IS NOT NULL GROUP BY 1",
+            {"per_day": MINUTES_PER_DAY, "from": from_minute, "until": until_minute},
+        ).fetchall()
+    )
+
+
+def first_tick_minute(conn: sqlite3.Connection) -> int | None:
+    """The minute of the oldest row in the ledger: before it, monitor-tick had never run."""
+    found = _one(conn, "SELECT min(minute) FROM ticks", ())
+    return None if found is None else int(found)
+
+
+def last_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
+    """The newest finished tick that probed: minute, started/finished_at_ms, due, up, down, unknown."""
+    rows = _dicts(
+        conn,
+        "SELECT minute, started_at_ms, finished_at_ms, due, up, down, unknown FROM ticks "
+        "WHERE missed = 0 AND finished_at_ms IS NOT NULL ORDER BY minute DESC LIMIT 1",
+        {},
+    )
+    return rows[0] if rows else None
+
+
+# What list and report show of a monitor's latest results (needs `m` = monitors and `pings`
+# left-joined): the open incident's cause, the newest check's certificate expiry, and the last
+# heartbeat signals.
+_LATEST_RESULTS = """
+(SELECT oi.cause FROM incidents oi WHERE oi.monitor_id = m.id AND oi.resolved_at_ms IS NULL) AS cause,
+(SELECT rr.cert_expires_at_ms FROM rollups rr WHERE rr.monitor_id = m.id
+  ORDER BY rr.hour_start_ms DESC LIMIT 1) AS cert_expires_at_ms,
+pings.last_ping_ms, pings.last_ping_failed, pings.last_duration_ms, pings.started_at_ms
+"""

@@ -1,0 +1,308 @@
+"""Writing a tick's results: the hourly rollup upserts, each check's incident step (the pure
+incidents.step, applied in the same locked transaction, never letting a stale result flip
+state), the ledger's figures; and the daily housekeeping (auto-pause, retention)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from monitor_tick.core.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
+from monitor_tick.core.incidents import Open, Step, Transition, step
+from monitor_tick.core.model import AlertSettings, CheckResult
+from monitor_tick.store.db import _one, write_tx
+from monitor_tick.store.deliveries import _record_event
+from monitor_tick.store.ledger import Rerun
+
+
+@dataclass(frozen=True)
+class WriteSummary:
+    up: int
+    down: int
+    unknown: int
+    opened: list[int]
+    resolved: list[int]
+    stale: int
+    confirmed: list[int] = field(default_factory=list)  # incidents announced as down this tick
+
+
+_UPSERT_ROLLUP = """
+INSERT INTO rollups (monitor_id, hour_start_ms, checks, failures, latency_ms_sum,
+                     latency_ms_min, latency_ms_max, last_check_ms, cert_expires_at_ms)
+VALUES (:monitor_id, :hour_start_ms, 1, :failures, :latency_ms, :latency_min, :latency_max, :at_ms,
+        :cert_expires_at_ms)
+ON CONFLICT (monitor_id, hour_start_ms) DO UPDATE SET
+  cert_expires_at_ms = CASE WHEN excluded.last_check_ms >= last_check_ms
+                            THEN excluded.cert_expires_at_ms ELSE cert_expires_at_ms END,
+  checks = checks + 1,
+  failures = failures + excluded.failures,
+  latency_ms_sum = latency_ms_sum + excluded.latency_ms_sum,
+  latency_ms_min = min(coalesce(latency_ms_min, excluded.latency_ms_min),
+                       coalesce(excluded.latency_ms_min, latency_ms_min)),
+  latency_ms_max = max(coalesce(latency_ms_max, excluded.latency_ms_max),
+                       coalesce(excluded.latency_ms_max, latency_ms_max)),
+  last_check_ms = max(last_check_ms, excluded.last_check_ms)
+RETURNING last_check_ms
+"""
+
+
+def write_results(
+    conn: sqlite3.Connection,
+    minutes: Sequence[int],
+    at_ms: int,
+    results: Iterable[CheckResult],
+    finished_at_ms: int,
+    *,
+    network_lost: bool = False,
+    ahead_after_ms: int | None = None,
+    rerun: Rerun | None = None,
+) -> WriteSummary:
+    """Write one tick's results in one transaction: a rollup upsert per decided check, an
+    incident step per down check or per up check of a monitor with an open incident (see
+    incidents.py; confirming and resolving record events to notify), and the tick's rows in the
+    ledger (`minutes`: the run's own minute first, then the minutes it caught up;
+    `network_lost` marks them: see "Alerts" below).
+
+    A result is stale when a newer check of the same monitor is already counted (a later tick
+    that overlapped this one committed first): it is counted in the rollup but changes no
+    incident, so state never flips backwards. A check counted after `ahead_after_ms` (a live
+    tick's clock reading plus the longest it can have run) cannot come from a later tick: a
+    clock that was ahead counted it, and it makes nothing stale, so it cannot hide an outage.
+
+    `rerun` (a --force rerun; `results` holds only what it may record): the run's ledger row
+    keeps its figures and is told what is now recorded. Raises sqlite3.Error; nothing is
+    written then.
+    """
+    up = down = unknown = stale = 0
+    opened: list[int] = []
+    resolved: list[int] = []
+    confirmed: list[int] = []
+    hour_ms = hour_start_ms(at_ms)
+    ahead = _NEVER if ahead_after_ms is None else ahead_after_ms
+    unrecorded: list[int] = []
+    with write_tx(conn):
+        open_by_monitor = _open_incidents(conn)
+        results = list(results)
+        # a monitor removed while the tick probed: its result has nowhere to go
+        existing = _alert_thresholds(conn, [r.monitor_id for r in results])
+        for result in results:
+            if result.monitor_id not in existing:
+                continue
+            if result.status == "unknown":
+                unknown += 1
+                unrecorded.append(result.monitor_id)
+                continue
+            is_up = result.status == "up"
+            up += is_up
+            down += not is_up
+            latency = result.latency_ms if is_up else None  # averages are of answered, up checks
+            (last_check_ms,) = conn.execute(
+                _UPSERT_ROLLUP,
+                {
+                    "monitor_id": result.monitor_id,
+                    "hour_start_ms": hour_ms,
+                    "failures": 0 if is_up else 1,
+                    "latency_ms": latency or 0,
+                    "latency_min": latency,
+                    "latency_max": latency,
+                    "at_ms": at_ms,
+                    "cert_expires_at_ms": result.cert_expires_at_ms,
+                },
+            ).fetchone()
+            could_change = not is_up or result.monitor_id in open_by_monitor
+            if at_ms < last_check_ms <= ahead or (
+                could_change and _newer_check_exists(conn, result.monitor_id, at_ms, ahead)
+            ):
+                stale += 1
+                continue
+            change = _apply_incident_step(
+                conn, result, open_by_monitor.get(result.monitor_id), existing[result.monitor_id], at_ms
+            )
+            if change is not None:
+                if change.transition is Transition.OPEN:
+                    opened.append(result.monitor_id)
+                elif change.transition is Transition.RESOLVE:
+                    resolved.append(result.monitor_id)
+                if change.confirms:
+                    confirmed.append(result.monitor_id)
+        if rerun is not None:
+            recorded = {r.monitor_id for r in results if r.status != "unknown"}
+            conn.execute(
+                "UPDATE ticks SET started_at_ms = ?, finished_at_ms = ?, unrecorded_ids = ? WHERE minute = ?",
+                (at_ms, finished_at_ms, _id_list((rerun.unrecorded - recorded) | set(unrecorded)), rerun.run_minute),
+            )
+            return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
+        own_minute, *covered = minutes or [None]  # no minute: results only (bench, tests)
+        conn.execute(
+            "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
+            "unknown = :unknown, opened = :opened, resolved = :resolved, unrecorded_ids = :unrecorded "
+            "WHERE minute = :minute",
+            {
+                "unrecorded": _id_list(unrecorded),
+                "finished": finished_at_ms,
+                "due": up + down + unknown,
+                "up": up,
+                "down": down,
+                "unknown": unknown,
+                "opened": len(opened),
+                "resolved": len(resolved),
+                "minute": own_minute,
+            },
+        )
+        conn.executemany(
+            "UPDATE ticks SET finished_at_ms = ? WHERE minute = ? AND covered_by = ?",
+            [(finished_at_ms, minute, own_minute) for minute in covered],
+        )
+        if network_lost:
+            _mark_network_lost(conn, minutes)
+    return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
+
+
+_NEVER = 2**62  # no instant is counted after it: for replays every newer check is a later one
+
+
+def _id_list(ids: Iterable[int]) -> str | None:
+    """Monitor ids as a ledger column holds them: a JSON array, NULL when there are none."""
+    ordered = sorted(set(ids))
+    return json.dumps(ordered, separators=(",", ":")) if ordered else None
+
+
+def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int, ahead_after_ms: int) -> bool:
+    """Whether a check newer than `at_ms`, and not after `ahead_after_ms` (see write_results), is
+    counted in a later hour than at_ms's (a tick that overlapped this one across an hour
+    boundary, or a replay of an older minute). Read only for results that could change an
+    incident, so a healthy monitor still costs one upsert."""
+    newest = _one(
+        conn,
+        "SELECT max(last_check_ms) FROM rollups WHERE monitor_id = ? AND hour_start_ms > ? AND last_check_ms <= ?",
+        (monitor, hour_start_ms(at_ms), ahead_after_ms),
+    )
+    return newest is not None and newest > at_ms
+
+
+@dataclass(frozen=True)
+class AutoPaused:
+    monitor_id: int
+    name: str
+    down_since_ms: int
+
+
+def _auto_pause(conn: sqlite3.Connection, now_ms: int, after_ms: int) -> list[AutoPaused]:
+    """Auto-pause the monitors down continuously for longer than `after_ms`, each with a
+    'paused' event to notify: a monitor that stops being probed is never silent."""
+    found = conn.execute(
+        "SELECT m.id, m.name, i.id, i.started_at_ms FROM monitors m "
+        "JOIN incidents i ON i.monitor_id = m.id AND i.resolved_at_ms IS NULL "
+        "WHERE m.auto_paused = 0 AND i.started_at_ms < ? ORDER BY m.id",
+        (now_ms - after_ms,),
+    ).fetchall()
+    for monitor, _, incident_id, _ in found:
+        conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id = ?", (monitor,))
+        _record_event(conn, incident_id, monitor, "paused", now_ms)
+    return [AutoPaused(monitor, name, started_ms) for monitor, name, _, started_ms in found]
+
+
+def housekeep(
+    conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int
+) -> tuple[list[AutoPaused], int]:
+    """Auto-pause monitors down continuously for longer than `auto_pause_after_ms` and delete
+    rollups, ledger minutes, and incident events with their deliveries older than the retention
+    period; an open incident's events stay (it is still being told about). Returns (paused,
+    rollups deleted)."""
+    with write_tx(conn):
+        paused = _auto_pause(conn, now_ms, auto_pause_after_ms)
+        deleted = conn.execute(
+            "DELETE FROM rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),)
+        ).rowcount
+        conn.execute("DELETE FROM ticks WHERE minute < ?", (minute_of_ms(now_ms - retention_ms),))
+        # deliveries go with their events (ON DELETE CASCADE)
+        conn.execute(
+            "DELETE FROM incident_events WHERE created_at_ms < ? AND incident_id NOT IN "
+            "(SELECT id FROM incidents WHERE resolved_at_ms IS NULL)",
+            (now_ms - retention_ms,),
+        )
+    return paused, deleted
+
+
+RETENTION_DEFAULT_MS = 400 * MS_PER_DAY
+
+
+AUTO_PAUSE_DEFAULT_MS = 7 * MS_PER_DAY
+
+
+def _open_incidents(conn: sqlite3.Connection) -> dict[int, tuple[int, Open]]:
+    """monitor id -> (incident id, its counters) for every open incident."""
+    return {
+        monitor: (incident, Open(state, downs, ups))
+        for monitor, incident, state, downs, ups in conn.execute(
+            "SELECT monitor_id, id, state, down_checks, up_checks FROM incidents WHERE resolved_at_ms IS NULL"
+        )
+    }
+
+
+def _alert_thresholds(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, AlertSettings]:
+    """The alert settings of those of `monitor_ids` that still exist."""
+    return {
+        row[0]: AlertSettings(row[1], row[2], row[3])
+        for row in conn.execute(
+            "SELECT id, alert_after_checks, resolve_after_checks, remind_every_sec FROM monitors "
+            "WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(monitor_ids)),),
+        )
+    }
+
+
+def _apply_incident_step(
+    conn: sqlite3.Connection,
+    result: CheckResult,
+    open_incident: tuple[int, Open] | None,
+    settings: AlertSettings,
+    at_ms: int,
+) -> Step | None:
+    """Write what one decided, current check does to its monitor's incident (incidents.step),
+    and record the event people are told about, if any."""
+    incident_id, counters = open_incident if open_incident is not None else (None, None)
+    change = step(
+        counters,
+        result.status == "up",
+        alert_after=settings.alert_after_checks,
+        resolve_after=settings.resolve_after_checks,
+    )
+    if change is None:
+        return None
+    confirmed_at_ms = at_ms if change.confirms else None
+    if change.transition is Transition.OPEN:
+        incident_id = conn.execute(
+            "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status, state, down_checks, "
+            "up_checks, confirmed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                result.monitor_id,
+                at_ms,
+                result.cause or "down",
+                result.http_status,
+                change.state,
+                change.down_checks,
+                change.up_checks,
+                confirmed_at_ms,
+            ),
+        ).lastrowid
+    elif change.transition is Transition.COUNT:
+        conn.execute(
+            "UPDATE incidents SET state = ?, down_checks = ?, up_checks = ?, "
+            "confirmed_at_ms = coalesce(confirmed_at_ms, ?) WHERE id = ? AND resolved_at_ms IS NULL",
+            (change.state, change.down_checks, change.up_checks, confirmed_at_ms, incident_id),
+        )
+    else:
+        conn.execute(
+            "UPDATE incidents SET up_checks = ?, resolved_at_ms = ? WHERE id = ? AND resolved_at_ms IS NULL",
+            (change.up_checks, at_ms, incident_id),
+        )
+    if change.event is not None and incident_id is not None:
+        _record_event(conn, incident_id, result.monitor_id, change.event.value, at_ms)
+    return change
+
+
+def _mark_network_lost(conn: sqlite3.Connection, minutes: Sequence[int]) -> None:
+    conn.executemany("UPDATE ticks SET network_lost = 1 WHERE minute = ?", [(m,) for m in minutes])
