@@ -1,7 +1,8 @@
 """Send notifications through Apprise, after the tick's results are committed.
 
+    has_delivery_work?    one indexed read, by the tick before it imports this module: an idle
+                          tick stops there (Apprise is never imported)
     deliver_pending(conn, now_ms)
-      has_delivery_work?  one indexed read; an idle tick stops here (Apprise is never imported)
       add_due_reminders   reminder events for incidents that stay open
       claim_deliveries    conditional UPDATE: this run's token on due rows (never two runs)
       compose             per channel, oldest first; a storm of one kind -> one summary
@@ -59,11 +60,10 @@ def deliver_pending(
     send_timeout_s: float = SEND_TIMEOUT_S,
     budget_s: float = DELIVERY_BUDGET_S,
 ) -> DeliveryReport:
-    """Send what is due at `now_ms` and record the outcomes. Raises sqlite3.Error; a channel's
-    failure is an outcome, never an exception."""
+    """Send what is due at `now_ms` and record the outcomes; called when store.has_delivery_work
+    says there is work (the tick asks it once, before importing this module). Raises
+    store.DatabaseError; a channel's failure is an outcome, never an exception."""
     report = DeliveryReport()
-    if not store.has_delivery_work(conn, now_ms):
-        return report
     store.add_due_reminders(conn, now_ms)
     token = secrets.token_hex(8)
     rows = store.claim_deliveries(conn, now_ms, token, now_ms + CLAIM_FOR_MS, MAX_CLAIMS)

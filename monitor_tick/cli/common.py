@@ -52,7 +52,7 @@ def shown_name(name: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in name)
 
 
-def connect(path: str) -> store.sqlite3.Connection:
+def connect(path: str) -> store.Connection:
     try:
         return store.open_db(path)
     except store.StoreError as exc:
@@ -66,7 +66,7 @@ def checked_name(name: str, what: str) -> None:
         fail(str(exc), 2)
 
 
-def read(path: str, reader: Callable[[store.sqlite3.Connection], _T]) -> _T:
+def read(path: str, reader: Callable[[store.Connection], _T]) -> _T:
     """`reader(conn)` on the database opened read-only (store.read_db); a StoreError exits 1."""
     try:
         return store.read_db(path, reader)

@@ -40,7 +40,7 @@ def ping(
         store.record_ping(conn, found, "fail" if failed else "start" if start else "ok", clock.now_ms())
     except store.StoreError as exc:
         fail(str(exc))
-    except store.sqlite3.Error as exc:
+    except store.DatabaseError as exc:
         fail(store.describe_error(exc, path))
     finally:
         conn.close()

@@ -67,7 +67,7 @@ def report(
     now_ms = clock.now_ms()
     since_ms = now_ms - window_ms
 
-    def read(conn: store.sqlite3.Connection) -> tuple[list[dict[str, Any]], int]:
+    def read(conn: store.Connection) -> tuple[list[dict[str, Any]], int]:
         rows = store.report(conn, since_ms, now_ms)
         first = store.first_tick_minute(conn)
         now_minute = clock.minute_of_ms(now_ms)

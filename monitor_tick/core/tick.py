@@ -174,7 +174,7 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
 
 
 def select_due_rows(
-    conn: store.sqlite3.Connection, minutes: list[int], now_ms: int, *, replay: bool = False
+    conn: store.Connection, minutes: list[int], now_ms: int, *, replay: bool = False
 ) -> list[dict[str, Any]]:
     """The monitors due in any of `minutes`, each once. Maintenance windows and plan floors
     are judged at `now_ms`, for caught-up minutes too: the probe happens now, so a monitor in
@@ -270,7 +270,7 @@ def run_tick(options: TickOptions) -> TickReport:
             notify = _alert_sending()
             timeout_s = notify.SEND_TIMEOUT_S if options.notify_timeout_s is None else options.notify_timeout_s
             delivery = notify.deliver_pending(conn, now_ms, send_timeout_s=timeout_s)
-    except store.sqlite3.Error as exc:
+    except store.DatabaseError as exc:
         raise store.StoreError(store.describe_error(exc, options.db_path)) from None
     finally:
         conn.close()
@@ -303,12 +303,12 @@ def _set_refusals_aside(results: list[CheckResult]) -> tuple[list[CheckResult], 
 
 # What a kind with results of its own reads for its due monitors before probing, in one query
 # (id -> value), handed to its probe in ProbeContext.loaded[kind]: probes never touch the store.
-KIND_READS: dict[str, Callable[[store.sqlite3.Connection, Sequence[int]], Mapping[int, Any]]] = {
+KIND_READS: dict[str, Callable[[store.Connection, Sequence[int]], Mapping[int, Any]]] = {
     "heartbeat": store.heartbeat_pings,
 }
 
 
-def read_for_kinds(conn: store.sqlite3.Connection, monitors: Sequence[Monitor]) -> dict[str, Mapping[int, Any]]:
+def read_for_kinds(conn: store.Connection, monitors: Sequence[Monitor]) -> dict[str, Mapping[int, Any]]:
     """KIND_READS for the kinds that are due (nothing when none is)."""
     loaded: dict[str, Mapping[int, Any]] = {}
     for kind in sorted({monitor.kind for monitor in monitors} & KIND_READS.keys()):
@@ -348,7 +348,7 @@ def _probe(
 
 
 def _probe_canary(
-    conn: store.sqlite3.Connection, results: list[CheckResult], options: TickOptions, now_ms: int
+    conn: store.Connection, results: list[CheckResult], options: TickOptions, now_ms: int
 ) -> CheckResult | None:
     """Probe the network canary (a setting), only when some check failed at network level."""
     if not any(_alert_policy().is_network_failure(r) for r in results):

@@ -1,8 +1,9 @@
 """The store: every SQL statement, one module per concern, and the SQLite engine.
 
-    sqlite.py      opening the file: checks, PRAGMAs, schema and migrations/, read-only opens,
-                   backup and check, SQLite's errors in one line (the only module that
-                   speaks to sqlite3 itself, so a second engine is a sibling of it)
+    sqlite.py      the engine: opening the file (checks, PRAGMAs, schema and migrations/),
+                   read-only opens, backup and check, SQLite's errors in one line; the only
+                   module that imports sqlite3 or touches the file, so a second engine is a
+                   sibling of it
     db.py          what the others share: StoreError, the write transaction, row helpers
     ledger.py      the minute ledger (`ticks`): claims, catch-up, --force reruns
     due.py         due selection (SELECT_DUE) and the rollups that order the probes
@@ -74,6 +75,8 @@ from monitor_tick.store.sqlite import (
     DEFAULT_BUSY_TIMEOUT_S,
     SCHEMA_VERSION,
     WAL_LIMIT_BYTES,
+    Connection,
+    DatabaseError,
     backup,
     db_path_problem,
     describe_error,
@@ -82,7 +85,6 @@ from monitor_tick.store.sqlite import (
     open_read_only,
     read_db,
     schema_sql,
-    sqlite3,
 )
 
 __all__ = [
@@ -99,7 +101,8 @@ __all__ = [
     "integrity_problems",
     "describe_error",
     "schema_sql",
-    "sqlite3",
+    "Connection",
+    "DatabaseError",
     "Claim",
     "Rerun",
     "claim_minute",

@@ -1,12 +1,15 @@
-"""What every part of the store shares: StoreError, the write transaction, and small helpers
-for reading rows. Nothing here opens a file or speaks SQLite's PRAGMAs (store/sqlite.py does)."""
+"""What every part of the store shares: StoreError, the write transaction, and the helpers that
+read rows and inserted ids. Nothing here imports sqlite3 or touches the file (store/sqlite.py
+opens the database): `Connection` is the engine's DB-API connection, for type hints."""
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sqlite3 import Connection, Cursor
 
 
 class StoreError(Exception):
@@ -14,7 +17,7 @@ class StoreError(Exception):
 
 
 @contextmanager
-def write_tx(conn: sqlite3.Connection) -> Iterator[None]:
+def write_tx(conn: Connection) -> Iterator[None]:
     """One write transaction, taking the write lock up front (BEGIN IMMEDIATE): a deferred
     transaction that reads and then writes gets SQLITE_BUSY at once in WAL mode, ignoring the
     busy timeout. Rolls back on any error, so results are never half-written."""
@@ -27,15 +30,20 @@ def write_tx(conn: sqlite3.Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
-def _one(conn: sqlite3.Connection, sql: str, params: Sequence[Any]) -> Any:
+def one(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
+    """The first column of the first row of `sql`; None when there is no row."""
     row = conn.execute(sql, params).fetchone()
     return None if row is None else row[0]
 
 
-def _dicts(conn: sqlite3.Connection, sql: str, params: dict[str, Any]) -> list[dict[str, Any]]:
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = conn.execute(sql, params).fetchall()
-    finally:
-        conn.row_factory = None
-    return [dict(row) for row in rows]
+def dicts(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
+    """Every row of `sql` as a dict keyed by column name (rows that stay inside the store and the
+    commands; frozen dataclasses cross other borders)."""
+    cursor = conn.execute(sql, params)
+    names = [column[0] for column in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor]
+
+
+def inserted_id(cursor: Cursor) -> int:
+    """The id of the row the INSERT that made `cursor` added."""
+    return int(cursor.lastrowid or 0)

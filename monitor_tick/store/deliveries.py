@@ -5,23 +5,27 @@ IMMEDIATE, so overlapping ticks never hold the same delivery."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from monitor_tick.store.db import StoreError, _one, write_tx
-from monitor_tick.store.manage import _scope
+from monitor_tick.store.db import StoreError, dicts, inserted_id, one, write_tx
+from monitor_tick.store.manage import scope
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
 
 CANARY_SETTING = "network_canary_url"
 
 
-def _record_event(conn: sqlite3.Connection, incident_id: int, monitor: int, kind: str, at_ms: int) -> None:
+def record_event(conn: Connection, incident_id: int, monitor: int, kind: str, at_ms: int) -> None:
     """An incident event, and a pending delivery to every channel that covers the monitor."""
-    event_id = conn.execute(
-        "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (?, ?, ?)",
-        (incident_id, kind, at_ms),
-    ).lastrowid
+    event_id = inserted_id(
+        conn.execute(
+            "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (?, ?, ?)",
+            (incident_id, kind, at_ms),
+        )
+    )
     conn.execute(
         "INSERT INTO deliveries (event_id, channel_id, next_attempt_at_ms) "
         "SELECT ?, c.id, ? FROM monitors m JOIN channels c "
@@ -55,7 +59,7 @@ SELECT d.event_id, d.channel_id FROM deliveries d
 """
 
 
-def has_delivery_work(conn: sqlite3.Connection, now_ms: int) -> bool:
+def has_delivery_work(conn: Connection, now_ms: int) -> bool:
     """Whether anything is to be sent at `now_ms`: a due delivery or a due reminder. One read
     through partial indexes, so an idle tick stays cheap."""
     row = conn.execute(
@@ -67,18 +71,18 @@ def has_delivery_work(conn: sqlite3.Connection, now_ms: int) -> bool:
     return bool(row[0])
 
 
-def add_due_reminders(conn: sqlite3.Connection, now_ms: int) -> int:
+def add_due_reminders(conn: Connection, now_ms: int) -> int:
     """Record a reminder event (with its deliveries) for every incident whose reminder is due."""
     with write_tx(conn):
         due = conn.execute(_DUE_REMINDERS, {"now_ms": now_ms}).fetchall()
         for incident_id, monitor in due:
             conn.execute("UPDATE incidents SET reminded_at_ms = ? WHERE id = ?", (now_ms, incident_id))
-            _record_event(conn, incident_id, monitor, "reminder", now_ms)
+            record_event(conn, incident_id, monitor, "reminder", now_ms)
     return len(due)
 
 
 def claim_deliveries(
-    conn: sqlite3.Connection, now_ms: int, token: str, claimed_until_ms: int, limit: int
+    conn: Connection, now_ms: int, token: str, claimed_until_ms: int, limit: int
 ) -> list[dict[str, Any]]:
     """Claim up to `limit` deliveries for this run (`token`) until `claimed_until_ms`, oldest
     first, and return them with what their messages need, ordered by channel then event."""
@@ -89,26 +93,23 @@ def claim_deliveries(
             "AND (state = 'pending' OR claimed_until_ms <= :now_ms)",
             {"token": token, "until": claimed_until_ms, "now_ms": now_ms, "limit": limit},
         )
-        conn.row_factory = sqlite3.Row
-        try:
-            rows = conn.execute(
-                """
-                SELECT d.event_id, d.channel_id, d.attempts, c.url AS channel_url,
-                       e.kind, e.created_at_ms, m.name AS monitor_name, m.url AS monitor_url,
-                       i.cause, i.http_status, i.started_at_ms, i.resolved_at_ms
-                  FROM deliveries d
-                  JOIN channels c ON c.id = d.channel_id
-                  JOIN incident_events e ON e.id = d.event_id
-                  JOIN incidents i ON i.id = e.incident_id
-                  JOIN monitors m ON m.id = i.monitor_id
-                 WHERE d.state = 'sending' AND d.claim_token = ?
-                 ORDER BY d.channel_id, d.event_id
-                """,
-                (token,),
-            ).fetchall()
-        finally:
-            conn.row_factory = None
-    return [dict(row) for row in rows]
+        rows = dicts(
+            conn,
+            """
+            SELECT d.event_id, d.channel_id, d.attempts, c.url AS channel_url,
+                   e.kind, e.created_at_ms, m.name AS monitor_name, m.url AS monitor_url,
+                   i.cause, i.http_status, i.started_at_ms, i.resolved_at_ms
+              FROM deliveries d
+              JOIN channels c ON c.id = d.channel_id
+              JOIN incident_events e ON e.id = d.event_id
+              JOIN incidents i ON i.id = e.incident_id
+              JOIN monitors m ON m.id = i.monitor_id
+             WHERE d.state = 'sending' AND d.claim_token = ?
+             ORDER BY d.channel_id, d.event_id
+            """,
+            (token,),
+        )
+    return rows
 
 
 @dataclass(frozen=True)
@@ -123,7 +124,7 @@ class DeliveryOutcome:
     next_attempt_at_ms: int | None = None
 
 
-def finish_deliveries(conn: sqlite3.Connection, token: str, now_ms: int, outcomes: Sequence[DeliveryOutcome]) -> int:
+def finish_deliveries(conn: Connection, token: str, now_ms: int, outcomes: Sequence[DeliveryOutcome]) -> int:
     """Record outcomes of this run's claims; a claim another run has since taken over (ours
     expired) is left alone. Returns how many were recorded."""
     updates = {
@@ -151,64 +152,59 @@ def finish_deliveries(conn: sqlite3.Connection, token: str, now_ms: int, outcome
 
 
 def add_channel(
-    conn: sqlite3.Connection, url: str, *, monitor_ref: str | None, owner_name: str | None, created_at_ms: int
+    conn: Connection, url: str, *, monitor_ref: str | None, owner_name: str | None, created_at_ms: int
 ) -> int:
     with write_tx(conn):
-        monitor, owner = _scope(conn, monitor_ref, owner_name)
-        return int(
+        monitor, owner = scope(conn, monitor_ref, owner_name)
+        return inserted_id(
             conn.execute(
                 "INSERT INTO channels (url, monitor_id, owner_id, created_at_ms) VALUES (?, ?, ?, ?)",
                 (url, monitor, owner, created_at_ms),
-            ).lastrowid
-            or 0
+            )
         )
 
 
-def list_channels(conn: sqlite3.Connection) -> list[dict[str, Any]]:
+def list_channels(conn: Connection) -> list[dict[str, Any]]:
     """Every channel with what it covers and how its deliveries stand. `url` holds secrets."""
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = conn.execute(
-            """
-            SELECT c.id, c.url, m.name AS monitor, o.name AS owner,
-                   (SELECT count(*) FROM deliveries d
-                     WHERE d.channel_id = c.id AND d.state IN ('pending', 'sending')) AS pending,
-                   (SELECT count(*) FROM deliveries d WHERE d.channel_id = c.id AND d.state = 'sent') AS sent,
-                   (SELECT count(*) FROM deliveries d WHERE d.channel_id = c.id AND d.state = 'failed') AS failed
-              FROM channels c
-              LEFT JOIN monitors m ON m.id = c.monitor_id
-              LEFT JOIN owners o ON o.id = c.owner_id
-             ORDER BY c.id
-            """
-        ).fetchall()
-    finally:
-        conn.row_factory = None
-    return [dict(row) for row in rows]
+    return dicts(
+        conn,
+        """
+        SELECT c.id, c.url, m.name AS monitor, o.name AS owner,
+               (SELECT count(*) FROM deliveries d
+                 WHERE d.channel_id = c.id AND d.state IN ('pending', 'sending')) AS pending,
+               (SELECT count(*) FROM deliveries d WHERE d.channel_id = c.id AND d.state = 'sent') AS sent,
+               (SELECT count(*) FROM deliveries d WHERE d.channel_id = c.id AND d.state = 'failed') AS failed
+          FROM channels c
+          LEFT JOIN monitors m ON m.id = c.monitor_id
+          LEFT JOIN owners o ON o.id = c.owner_id
+         ORDER BY c.id
+        """,
+    )
 
 
-def channel_urls(conn: sqlite3.Connection, channel: int | None = None) -> list[tuple[int, str]]:
+def channel_urls(conn: Connection, channel: int | None = None) -> list[tuple[int, str]]:
     """(id, url) of one channel or of all; raises StoreError for an unknown id."""
     if channel is None:
         return [(int(i), str(u)) for i, u in conn.execute("SELECT id, url FROM channels ORDER BY id")]
-    url = _one(conn, "SELECT url FROM channels WHERE id = ?", (channel,))
+    url = one(conn, "SELECT url FROM channels WHERE id = ?", (channel,))
     if url is None:
         raise StoreError(f"no channel {channel}")
     return [(channel, str(url))]
 
 
-def remove_channel(conn: sqlite3.Connection, channel: int) -> None:
+def remove_channel(conn: Connection, channel: int) -> None:
     """Delete a channel with its deliveries; raises StoreError for an unknown id."""
     with write_tx(conn):
         if not conn.execute("DELETE FROM channels WHERE id = ?", (channel,)).rowcount:
             raise StoreError(f"no channel {channel}")
 
 
-def get_setting(conn: sqlite3.Connection, name: str) -> str | None:
-    found = _one(conn, "SELECT value FROM settings WHERE name = ?", (name,))
+def get_setting(conn: Connection, name: str) -> str | None:
+    found = one(conn, "SELECT value FROM settings WHERE name = ?", (name,))
     return None if found is None else str(found)
 
 
-def set_setting(conn: sqlite3.Connection, name: str, value: str | None) -> None:
+def set_setting(conn: Connection, name: str, value: str | None) -> None:
     """Set a setting, or remove it with None."""
     with write_tx(conn):
         if value is None:

@@ -4,21 +4,21 @@ rollup hour of each, which orders their probes."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from monitor_tick.store.db import dicts
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
 
 # The floor (seconds) in force for owner `o` joined to plan `p`, given the default plan's floor
 # `df`: the default plan's once the owner's plan has expired at the tick's time.
-_FLOOR = (
+FLOOR = (
     "CASE WHEN p.id IS NULL OR (o.plan_expires_at_ms IS NOT NULL AND o.plan_expires_at_ms <= :now_ms)"
     " THEN df.floor_sec ELSE p.min_interval_sec END"
 )
-
-
 _PHASE_INDEXED = "(CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END)"
-
-
 # A row whose interval has no schedule (only possible when edited by hand with the schema's
 # CHECK ignored). It is offered to the tick once an hour so the tick can say what is wrong.
 # Must match the monitors_bad_interval index's WHERE to the letter.
@@ -26,7 +26,6 @@ _BAD_INTERVAL = (
     "NOT (typeof(interval_sec) = 'integer' AND interval_sec >= 60 AND interval_sec % 60 = 0)"
     " AND enabled = 1 AND auto_paused = 0"
 )
-
 
 # Plan floors up to this (seconds) are served by walking the short intervals (b1 below), larger
 # ones through their owners (b2).
@@ -54,7 +53,7 @@ WITH RECURSIVE
   ),
   small(floor_sec) AS (SELECT max(min_interval_sec) FROM plans WHERE min_interval_sec <= {_SMALL_FLOOR_SEC}),
   raised(owner_id, floor_sec) AS MATERIALIZED (
-    SELECT o.id, {_FLOOR} FROM owners o LEFT JOIN plans p ON p.id = o.plan_id, df
+    SELECT o.id, {FLOOR} FROM owners o LEFT JOIN plans p ON p.id = o.plan_id, df
      WHERE (SELECT max(min_interval_sec) FROM plans) > {_SMALL_FLOOR_SEC}
   ),
   candidates(id) AS MATERIALIZED (
@@ -77,7 +76,7 @@ WITH RECURSIVE
     SELECT id FROM monitors WHERE {_BAD_INTERVAL} AND :minute % 60 = id % 60
   ),
   due AS (
-    SELECT m.*, max(m.interval_sec, {_FLOOR}) AS effective_interval_sec,
+    SELECT m.*, max(m.interval_sec, {FLOOR}) AS effective_interval_sec,
            m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,
            o.id IS NOT NULL AND p.id IS NULL AS plan_missing
       FROM candidates c
@@ -98,16 +97,14 @@ SELECT * FROM due
 """
 
 
-def select_due(conn: sqlite3.Connection, minute: int, now_ms: int) -> list[dict[str, Any]]:
+def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any]]:
     """Rows of the monitors due in `minute`, as dicts in id order; `now_ms` decides plan expiry
     and maintenance. Rows are not validated here: a hand-edited row may hold anything."""
-    cursor = conn.execute(SELECT_DUE, {"minute": minute, "now_ms": now_ms})
-    names = [column[0] for column in cursor.description]
     # sorted here: SQLite would sort whole rows in a temporary B-tree, which costs more
-    return sorted((dict(zip(names, row, strict=True)) for row in cursor), key=lambda row: row["id"])
+    return sorted(dicts(conn, SELECT_DUE, {"minute": minute, "now_ms": now_ms}), key=lambda row: row["id"])
 
 
-def recent_rollups(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None, int]]:
+def recent_rollups(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None, int]]:
     """monitor id -> (failures, latency_ms_max, last_check_ms) of its newest rollup hour, for
     the monitors that have one. One primary-key seek per monitor (the tick orders its probes by
     this)."""

@@ -4,13 +4,16 @@
 from __future__ import annotations
 
 import json
-import sqlite3
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from monitor_tick.store.db import _one, write_tx
+from monitor_tick.store.db import one, write_tx
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
 
 
-def claim_minute(conn: sqlite3.Connection, minute: int, started_at_ms: int, *, force: bool) -> bool:
+def claim_minute(conn: Connection, minute: int, started_at_ms: int, *, force: bool) -> bool:
     """Claim `minute` for this run: True when this run owns it now.
 
     Exactly one of any number of concurrent runs for a minute wins (an INSERT on the primary
@@ -51,7 +54,7 @@ _CLAIMED_AHEAD = ":reclaim AND ticks.missed = 1 AND ticks.started_at_ms > :at_ms
 
 
 def claim_minutes(
-    conn: sqlite3.Connection,
+    conn: Connection,
     minute: int,
     started_at_ms: int,
     *,
@@ -82,7 +85,7 @@ def claim_minutes(
             return None
         if catch_up_minutes <= 0:
             return Claim(minute, [], 0)
-        last = _one(
+        last = one(
             conn,
             # newest first through the primary key, stopping at the first match (max() would scan)
             f"SELECT minute FROM ticks WHERE minute < :minute AND NOT ({_CLAIMED_AHEAD}) ORDER BY minute DESC LIMIT 1",
@@ -103,7 +106,7 @@ def claim_minutes(
         return Claim(minute, sorted(row[0] for row in covered), len(missed))
 
 
-def _claim_forced(conn: sqlite3.Connection, minute: int, started_at_ms: int) -> Claim:
+def _claim_forced(conn: Connection, minute: int, started_at_ms: int) -> Claim:
     """--force: a rerun of a finished run (see Rerun), or a fresh claim when nothing was recorded
     for `minute` (never claimed, missed, or its run died: finished_at_ms NULL)."""
     found = conn.execute("SELECT coalesce(covered_by, minute) FROM ticks WHERE minute = ? AND missed = 0", (minute,))

@@ -3,62 +3,62 @@ pause, remove and list them."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor
-from monitor_tick.store.db import StoreError, _one, write_tx
-from monitor_tick.store.due import _FLOOR
-from monitor_tick.store.reads import _LATEST_RESULTS
+from monitor_tick.store.db import StoreError, dicts, inserted_id, one, write_tx
+from monitor_tick.store.due import FLOOR
+from monitor_tick.store.reads import LATEST_RESULTS
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
 
 
-def plan_id(conn: sqlite3.Connection, name: str) -> int:
-    found = _one(conn, "SELECT id FROM plans WHERE name = ?", (name,))
+def plan_id(conn: Connection, name: str) -> int:
+    found = one(conn, "SELECT id FROM plans WHERE name = ?", (name,))
     if found is None:
         raise StoreError(f"no plan named {name!r}")
     return int(found)
 
 
-def owner_id(conn: sqlite3.Connection, name: str) -> int:
-    found = _one(conn, "SELECT id FROM owners WHERE name = ?", (name,))
+def owner_id(conn: Connection, name: str) -> int:
+    found = one(conn, "SELECT id FROM owners WHERE name = ?", (name,))
     if found is None:
         raise StoreError(f"no owner named {name!r}")
     return int(found)
 
 
-def monitor_id(conn: sqlite3.Connection, ref: str) -> int:
+def monitor_id(conn: Connection, ref: str) -> int:
     """A monitor by id or by name."""
     found = None
     if ref.isdigit():
-        found = _one(conn, "SELECT id FROM monitors WHERE id = ?", (int(ref),))
+        found = one(conn, "SELECT id FROM monitors WHERE id = ?", (int(ref),))
     if found is None:
-        found = _one(conn, "SELECT id FROM monitors WHERE name = ?", (ref,))
+        found = one(conn, "SELECT id FROM monitors WHERE name = ?", (ref,))
     if found is None:
         raise StoreError(f"no monitor {ref!r}")
     return int(found)
 
 
-def add_plan(conn: sqlite3.Connection, name: str, min_interval_sec: int) -> int:
+def add_plan(conn: Connection, name: str, min_interval_sec: int) -> int:
     with write_tx(conn):
-        if _one(conn, "SELECT id FROM plans WHERE name = ?", (name,)) is not None:
+        if one(conn, "SELECT id FROM plans WHERE name = ?", (name,)) is not None:
             raise StoreError(f"a plan named {name!r} exists")
-        return int(
-            conn.execute("INSERT INTO plans (name, min_interval_sec) VALUES (?, ?)", (name, min_interval_sec)).lastrowid
-            or 0
+        return inserted_id(
+            conn.execute("INSERT INTO plans (name, min_interval_sec) VALUES (?, ?)", (name, min_interval_sec))
         )
 
 
-def add_owner(conn: sqlite3.Connection, name: str, plan_name: str, plan_expires_at_ms: int | None) -> int:
+def add_owner(conn: Connection, name: str, plan_name: str, plan_expires_at_ms: int | None) -> int:
     with write_tx(conn):
-        if _one(conn, "SELECT id FROM owners WHERE name = ?", (name,)) is not None:
+        if one(conn, "SELECT id FROM owners WHERE name = ?", (name,)) is not None:
             raise StoreError(f"an owner named {name!r} exists")
-        return int(
+        return inserted_id(
             conn.execute(
                 "INSERT INTO owners (name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?)",
                 (name, plan_id(conn, plan_name), plan_expires_at_ms),
-            ).lastrowid
-            or 0
+            )
         )
 
 
@@ -66,7 +66,7 @@ _MONITOR_COLUMNS = (*COMMON_SETTINGS, *OPTIONS)  # Monitor fields stored under t
 
 
 def add_monitor(
-    conn: sqlite3.Connection,
+    conn: Connection,
     monitor: Monitor,
     owner_name: str | None,
     created_at_ms: int,
@@ -80,7 +80,7 @@ def add_monitor(
     with write_tx(conn):
         name = monitor.name
         for n in range(2, 1000):
-            if _one(conn, "SELECT id FROM monitors WHERE name = ?", (name,)) is None:
+            if one(conn, "SELECT id FROM monitors WHERE name = ?", (name,)) is None:
                 break
             if name_given:
                 raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
@@ -98,15 +98,14 @@ def add_monitor(
             remind_every_sec=alerts.remind_every_sec,
         )
         # the column names are Monitor's own field names, never user input
-        return int(
+        return inserted_id(
             conn.execute(
                 f"INSERT INTO monitors ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)})", values
-            ).lastrowid
-            or 0
+            )
         )
 
 
-def set_paused(conn: sqlite3.Connection, ref: str, paused: bool) -> int:
+def set_paused(conn: Connection, ref: str, paused: bool) -> int:
     """Pause (enabled = 0) or resume (enabled = 1, auto-pause cleared) a monitor."""
     with write_tx(conn):
         found = monitor_id(conn, ref)
@@ -117,14 +116,14 @@ def set_paused(conn: sqlite3.Connection, ref: str, paused: bool) -> int:
     return found
 
 
-def remove_monitor(conn: sqlite3.Connection, ref: str) -> int:
+def remove_monitor(conn: Connection, ref: str) -> int:
     with write_tx(conn):
         found = monitor_id(conn, ref)
         conn.execute("DELETE FROM monitors WHERE id = ?", (found,))
     return found
 
 
-def _scope(conn: sqlite3.Connection, monitor_ref: str | None, owner_name: str | None) -> tuple[int | None, int | None]:
+def scope(conn: Connection, monitor_ref: str | None, owner_name: str | None) -> tuple[int | None, int | None]:
     """(monitor id, owner id) of a row that covers one monitor or one owner's monitors."""
     monitor = monitor_id(conn, monitor_ref) if monitor_ref else None
     owner = owner_id(conn, owner_name) if owner_name else None
@@ -132,51 +131,46 @@ def _scope(conn: sqlite3.Connection, monitor_ref: str | None, owner_name: str | 
 
 
 def add_maintenance(
-    conn: sqlite3.Connection, *, monitor_ref: str | None, owner_name: str | None, starts_at_ms: int, ends_at_ms: int
+    conn: Connection, *, monitor_ref: str | None, owner_name: str | None, starts_at_ms: int, ends_at_ms: int
 ) -> int:
     with write_tx(conn):
-        monitor, owner = _scope(conn, monitor_ref, owner_name)
-        return int(
+        monitor, owner = scope(conn, monitor_ref, owner_name)
+        return inserted_id(
             conn.execute(
                 "INSERT INTO maintenance_windows (monitor_id, owner_id, starts_at_ms, ends_at_ms) VALUES (?, ?, ?, ?)",
                 (monitor, owner, starts_at_ms, ends_at_ms),
-            ).lastrowid
-            or 0
+            )
         )
 
 
-def list_monitors(conn: sqlite3.Connection, now_ms: int) -> list[dict[str, Any]]:
+def list_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
     """Every monitor with its effective interval and current state at `now_ms`."""
-    conn.row_factory = sqlite3.Row
-    try:
-        rows = conn.execute(
-            f"""
-            WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
-            SELECT m.id, m.name, m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status,
-                   m.keyword, m.keyword_absent, m.expires_within_sec, m.grace_sec,
-                   m.timeout_s, m.retries, m.enabled, m.auto_paused, o.name AS owner, {_LATEST_RESULTS},
-                   max(m.interval_sec, {_FLOOR}) AS effective_interval_sec,
-                   EXISTS (SELECT 1 FROM maintenance_windows w
-                            WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
-                              AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
-                   (SELECT i.started_at_ms FROM incidents i
-                     WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
-                   (SELECT max(r.last_check_ms) FROM rollups r WHERE r.monitor_id = m.id) AS last_check_ms
-              FROM monitors m
-              LEFT JOIN owners o ON o.id = m.owner_id
-              LEFT JOIN plans p ON p.id = o.plan_id
-              LEFT JOIN pings ON pings.monitor_id = m.id
-             CROSS JOIN df
-             ORDER BY m.id
-            """,
-            {"now_ms": now_ms},
-        ).fetchall()
-    finally:
-        conn.row_factory = None
-    return [dict(row) for row in rows]
+    return dicts(
+        conn,
+        f"""
+        WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
+        SELECT m.id, m.name, m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status,
+               m.keyword, m.keyword_absent, m.expires_within_sec, m.grace_sec,
+               m.timeout_s, m.retries, m.enabled, m.auto_paused, o.name AS owner, {LATEST_RESULTS},
+               max(m.interval_sec, {FLOOR}) AS effective_interval_sec,
+               EXISTS (SELECT 1 FROM maintenance_windows w
+                        WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
+                          AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
+               (SELECT i.started_at_ms FROM incidents i
+                 WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
+               (SELECT max(r.last_check_ms) FROM rollups r WHERE r.monitor_id = m.id) AS last_check_ms
+          FROM monitors m
+          LEFT JOIN owners o ON o.id = m.owner_id
+          LEFT JOIN plans p ON p.id = o.plan_id
+          LEFT JOIN pings ON pings.monitor_id = m.id
+         CROSS JOIN df
+         ORDER BY m.id
+        """,
+        {"now_ms": now_ms},
+    )
 
 
-def incidents_for(conn: sqlite3.Connection, monitor: int) -> list[tuple[int, int | None, str]]:
+def incidents_for(conn: Connection, monitor: int) -> list[tuple[int, int | None, str]]:
     """(started_at_ms, resolved_at_ms, cause) of one monitor's incidents, oldest first."""
     return [
         (int(a), None if b is None else int(b), str(c))

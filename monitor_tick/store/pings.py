@@ -4,17 +4,20 @@ rollups)."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from monitor_tick.core.model import Pings
-from monitor_tick.store.db import StoreError, _one, write_tx
+from monitor_tick.store.db import StoreError, one, write_tx
 from monitor_tick.store.manage import monitor_id
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
 
 PING_SIGNALS = ("ok", "fail", "start")
 
 
-def heartbeat_pings(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, Pings]:
+def heartbeat_pings(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, Pings]:
     """The last signals of these monitors, in one query (the tick hands them to the heartbeat probe)."""
     return {
         int(row[0]): Pings(int(row[1]), row[2], bool(row[3]), row[4])
@@ -27,17 +30,17 @@ def heartbeat_pings(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dic
     }
 
 
-def heartbeat_id(conn: sqlite3.Connection, ref: str) -> int:
+def heartbeat_id(conn: Connection, ref: str) -> int:
     """A heartbeat monitor by id or name; StoreError when there is none or it is another kind."""
     found = monitor_id(conn, ref)
-    if _one(conn, "SELECT token_sha256 IS NOT NULL FROM monitors WHERE id = ?", (found,)) != 1:
+    if one(conn, "SELECT token_sha256 IS NOT NULL FROM monitors WHERE id = ?", (found,)) != 1:
         raise StoreError(f"monitor {ref!r} is not a heartbeat (add one with: monitor-tick add heartbeat)")
     return found
 
 
-def heartbeat_by_token(conn: sqlite3.Connection, token_sha256: bytes) -> int | None:
+def heartbeat_by_token(conn: Connection, token_sha256: bytes) -> int | None:
     """The heartbeat monitor whose token has this SHA-256 digest, if any."""
-    found = _one(conn, "SELECT id FROM monitors WHERE token_sha256 = ?", (token_sha256,))
+    found = one(conn, "SELECT id FROM monitors WHERE token_sha256 = ?", (token_sha256,))
     return None if found is None else int(found)
 
 
@@ -59,9 +62,9 @@ ON CONFLICT (monitor_id) DO UPDATE SET
 """
 
 
-def record_ping(conn: sqlite3.Connection, monitor: int, signal: str, at_ms: int) -> None:
+def record_ping(conn: Connection, monitor: int, signal: str, at_ms: int) -> None:
     """Record one signal ('ok', 'fail' or 'start') of a heartbeat monitor at `at_ms`: one upsert.
-    Raises sqlite3.Error (e.g. the monitor was removed a moment ago)."""
+    Raises DatabaseError (e.g. the monitor was removed a moment ago)."""
     if signal not in PING_SIGNALS:
         raise ValueError(f"unknown ping signal {signal!r}")
     sql = _RECORD_START if signal == "start" else _RECORD_PING

@@ -4,17 +4,18 @@ Nothing here is written per check; all of it is derived from rollups, incidents 
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms
-from monitor_tick.store.db import _dicts, _one
+from monitor_tick.store.db import dicts, one
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
 
 # A monitor's current-state columns and the settings that decide "invalid" (see
-# model.monitor_state), for `FROM monitors m` at
-# :now_ms. The last check is read from the monitor's newest rollup hour (a primary-key seek)
-# rather than a max over all its hours.
+# probes.monitor_state), for `FROM monitors m` at :now_ms. The last check is read from the
+# monitor's newest rollup hour (a primary-key seek) rather than a max over all its hours.
 _STATE_COLUMNS = """
     m.enabled, m.auto_paused,
     m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status, m.keyword, m.timeout_s, m.retries,
@@ -29,14 +30,14 @@ _STATE_COLUMNS = """
 """
 
 
-def report(conn: sqlite3.Connection, since_ms: int, now_ms: int) -> list[dict[str, Any]]:
+def report(conn: Connection, since_ms: int, now_ms: int) -> list[dict[str, Any]]:
     """Per monitor, over the rollup hours that start at or after the hour of `since_ms`: checks,
     failures, latency sum of up checks, the incidents that overlap [since_ms, now_ms], and the
     current-state columns at `now_ms`."""
-    return _dicts(
+    return dicts(
         conn,
         f"""
-        SELECT m.id, m.name, {_STATE_COLUMNS}, {_LATEST_RESULTS},
+        SELECT m.id, m.name, {_STATE_COLUMNS}, {LATEST_RESULTS},
                (SELECT count(*) FROM incidents i
                  WHERE i.monitor_id = m.id AND i.started_at_ms <= :now_ms
                    AND (i.resolved_at_ms IS NULL OR i.resolved_at_ms >= :since_ms)) AS incidents,
@@ -55,10 +56,10 @@ def report(conn: sqlite3.Connection, since_ms: int, now_ms: int) -> list[dict[st
     )
 
 
-def status_monitors(conn: sqlite3.Connection, now_ms: int) -> list[dict[str, Any]]:
+def status_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
     """Every monitor with its current-state columns at `now_ms`, when it was created, and the
     totals of its newest rollup hour (`hour_checks`, `hour_failures`, `hour_latency_ms_sum`)."""
-    return _dicts(
+    return dicts(
         conn,
         f"""
         SELECT m.id, m.name, m.created_at_ms, {_STATE_COLUMNS},
@@ -73,7 +74,7 @@ def status_monitors(conn: sqlite3.Connection, now_ms: int) -> list[dict[str, Any
     )
 
 
-def rollups_by_day(conn: sqlite3.Connection, since_ms: int, tier_starts_ms: Sequence[int]) -> list[dict[str, Any]]:
+def rollups_by_day(conn: Connection, since_ms: int, tier_starts_ms: Sequence[int]) -> list[dict[str, Any]]:
     """Rollup totals per monitor, UTC day and tier, over the hours from the hour of `since_ms`.
 
     `tier` counts how many of `tier_starts_ms` an hour starts at or after, so one pass serves
@@ -81,7 +82,7 @@ def rollups_by_day(conn: sqlite3.Connection, since_ms: int, tier_starts_ms: Sequ
     comes back as two rows. Each monitor's hours are read through the primary key.
     """
     tiers = " + ".join(f"(r.hour_start_ms >= :tier{k})" for k in range(len(tier_starts_ms))) or "0"
-    return _dicts(
+    return dicts(
         conn,
         f"""
         SELECT r.monitor_id, r.hour_start_ms / :ms_per_day AS day, {tiers} AS tier,
@@ -98,11 +99,11 @@ def rollups_by_day(conn: sqlite3.Connection, since_ms: int, tier_starts_ms: Sequ
     )
 
 
-def recent_incidents(conn: sqlite3.Connection, since_ms: int, per_monitor: int) -> list[dict[str, Any]]:
+def recent_incidents(conn: Connection, since_ms: int, per_monitor: int) -> list[dict[str, Any]]:
     """The newest `per_monitor` incidents of each monitor among those open at or after
     `since_ms` (started_at_ms, resolved_at_ms, cause), newest first, each row with `total`: how
     many of that monitor's incidents overlap the window."""
-    return _dicts(
+    return dicts(
         conn,
         """
         SELECT monitor_id, started_at_ms, resolved_at_ms, cause, http_status, total FROM (
@@ -117,7 +118,7 @@ def recent_incidents(conn: sqlite3.Connection, since_ms: int, per_monitor: int) 
     )
 
 
-def tick_gaps(conn: sqlite3.Connection, from_minute: int, until_minute: int) -> list[tuple[int, int]]:
+def tick_gaps(conn: Connection, from_minute: int, until_minute: int) -> list[tuple[int, int]]:
     """The [start, end) minute ranges within [from_minute, until_minute) when no tick probed:
     unclaimed minutes, minutes claimed too late to probe (missed = 1) and runs that died
     (finished_at_ms NULL). Those are "no data", never downtime. One range scan of the ledger."""
@@ -139,7 +140,7 @@ def tick_gaps(conn: sqlite3.Connection, from_minute: int, until_minute: int) -> 
     ]
 
 
-def ticks_per_day(conn: sqlite3.Connection, from_minute: int, until_minute: int) -> dict[int, int]:
+def ticks_per_day(conn: Connection, from_minute: int, until_minute: int) -> dict[int, int]:
     """UTC day of the epoch -> how many minutes of it within [from_minute, until_minute) a tick
     probed. Cheaper than tick_gaps over many days: callers look for gaps only in days short
     of minutes."""
@@ -152,15 +153,15 @@ def ticks_per_day(conn: sqlite3.Connection, from_minute: int, until_minute: int)
     )
 
 
-def first_tick_minute(conn: sqlite3.Connection) -> int | None:
+def first_tick_minute(conn: Connection) -> int | None:
     """The minute of the oldest row in the ledger: before it, monitor-tick had never run."""
-    found = _one(conn, "SELECT min(minute) FROM ticks", ())
+    found = one(conn, "SELECT min(minute) FROM ticks", ())
     return None if found is None else int(found)
 
 
-def last_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
+def last_tick(conn: Connection) -> dict[str, Any] | None:
     """The newest finished tick that probed: minute, started/finished_at_ms, due, up, down, unknown."""
-    rows = _dicts(
+    rows = dicts(
         conn,
         "SELECT minute, started_at_ms, finished_at_ms, due, up, down, unknown FROM ticks "
         "WHERE missed = 0 AND finished_at_ms IS NOT NULL ORDER BY minute DESC LIMIT 1",
@@ -172,7 +173,7 @@ def last_tick(conn: sqlite3.Connection) -> dict[str, Any] | None:
 # What list and report show of a monitor's latest results (needs `m` = monitors and `pings`
 # left-joined): the open incident's cause, the newest check's certificate expiry, and the last
 # heartbeat signals.
-_LATEST_RESULTS = """
+LATEST_RESULTS = """
 (SELECT oi.cause FROM incidents oi WHERE oi.monitor_id = m.id AND oi.resolved_at_ms IS NULL) AS cause,
 (SELECT rr.cert_expires_at_ms FROM rollups rr WHERE rr.monitor_id = m.id
   ORDER BY rr.hour_start_ms DESC LIMIT 1) AS cert_expires_at_ms,

@@ -5,16 +5,19 @@ state), the ledger's figures; and the daily housekeeping (auto-pause, retention)
 from __future__ import annotations
 
 import json
-import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from monitor_tick.core.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.core.incidents import Open, Step, Transition, step
 from monitor_tick.core.model import AlertSettings, CheckResult
-from monitor_tick.store.db import _one, write_tx
-from monitor_tick.store.deliveries import _record_event
+from monitor_tick.store.db import inserted_id, one, write_tx
+from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import Rerun
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,7 @@ RETURNING last_check_ms
 
 
 def write_results(
-    conn: sqlite3.Connection,
+    conn: Connection,
     minutes: Sequence[int],
     at_ms: int,
     results: Iterable[CheckResult],
@@ -63,7 +66,7 @@ def write_results(
     incident step per down check or per up check of a monitor with an open incident (see
     incidents.py; confirming and resolving record events to notify), and the tick's rows in the
     ledger (`minutes`: the run's own minute first, then the minutes it caught up;
-    `network_lost` marks them: see "Alerts" below).
+    `network_lost` marks them: see _mark_network_lost).
 
     A result is stale when a newer check of the same monitor is already counted (a later tick
     that overlapped this one committed first): it is counted in the rollup but changes no
@@ -72,7 +75,7 @@ def write_results(
     clock that was ahead counted it, and it makes nothing stale, so it cannot hide an outage.
 
     `rerun` (a --force rerun; `results` holds only what it may record): the run's ledger row
-    keeps its figures and is told what is now recorded. Raises sqlite3.Error; nothing is
+    keeps its figures and is told what is now recorded. Raises DatabaseError; nothing is
     written then.
     """
     up = down = unknown = stale = 0
@@ -169,12 +172,12 @@ def _id_list(ids: Iterable[int]) -> str | None:
     return json.dumps(ordered, separators=(",", ":")) if ordered else None
 
 
-def _newer_check_exists(conn: sqlite3.Connection, monitor: int, at_ms: int, ahead_after_ms: int) -> bool:
+def _newer_check_exists(conn: Connection, monitor: int, at_ms: int, ahead_after_ms: int) -> bool:
     """Whether a check newer than `at_ms`, and not after `ahead_after_ms` (see write_results), is
     counted in a later hour than at_ms's (a tick that overlapped this one across an hour
     boundary, or a replay of an older minute). Read only for results that could change an
     incident, so a healthy monitor still costs one upsert."""
-    newest = _one(
+    newest = one(
         conn,
         "SELECT max(last_check_ms) FROM rollups WHERE monitor_id = ? AND hour_start_ms > ? AND last_check_ms <= ?",
         (monitor, hour_start_ms(at_ms), ahead_after_ms),
@@ -189,7 +192,7 @@ class AutoPaused:
     down_since_ms: int
 
 
-def _auto_pause(conn: sqlite3.Connection, now_ms: int, after_ms: int) -> list[AutoPaused]:
+def _auto_pause(conn: Connection, now_ms: int, after_ms: int) -> list[AutoPaused]:
     """Auto-pause the monitors down continuously for longer than `after_ms`, each with a
     'paused' event to notify: a monitor that stops being probed is never silent."""
     found = conn.execute(
@@ -200,12 +203,12 @@ def _auto_pause(conn: sqlite3.Connection, now_ms: int, after_ms: int) -> list[Au
     ).fetchall()
     for monitor, _, incident_id, _ in found:
         conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id = ?", (monitor,))
-        _record_event(conn, incident_id, monitor, "paused", now_ms)
+        record_event(conn, incident_id, monitor, "paused", now_ms)
     return [AutoPaused(monitor, name, started_ms) for monitor, name, _, started_ms in found]
 
 
 def housekeep(
-    conn: sqlite3.Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int
+    conn: Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int
 ) -> tuple[list[AutoPaused], int]:
     """Auto-pause monitors down continuously for longer than `auto_pause_after_ms` and delete
     rollups, ledger minutes, and incident events with their deliveries older than the retention
@@ -232,7 +235,7 @@ RETENTION_DEFAULT_MS = 400 * MS_PER_DAY
 AUTO_PAUSE_DEFAULT_MS = 7 * MS_PER_DAY
 
 
-def _open_incidents(conn: sqlite3.Connection) -> dict[int, tuple[int, Open]]:
+def _open_incidents(conn: Connection) -> dict[int, tuple[int, Open]]:
     """monitor id -> (incident id, its counters) for every open incident."""
     return {
         monitor: (incident, Open(state, downs, ups))
@@ -242,7 +245,7 @@ def _open_incidents(conn: sqlite3.Connection) -> dict[int, tuple[int, Open]]:
     }
 
 
-def _alert_thresholds(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> dict[int, AlertSettings]:
+def _alert_thresholds(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, AlertSettings]:
     """The alert settings of those of `monitor_ids` that still exist."""
     return {
         row[0]: AlertSettings(row[1], row[2], row[3])
@@ -255,7 +258,7 @@ def _alert_thresholds(conn: sqlite3.Connection, monitor_ids: Sequence[int]) -> d
 
 
 def _apply_incident_step(
-    conn: sqlite3.Connection,
+    conn: Connection,
     result: CheckResult,
     open_incident: tuple[int, Open] | None,
     settings: AlertSettings,
@@ -274,20 +277,22 @@ def _apply_incident_step(
         return None
     confirmed_at_ms = at_ms if change.confirms else None
     if change.transition is Transition.OPEN:
-        incident_id = conn.execute(
-            "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status, state, down_checks, "
-            "up_checks, confirmed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                result.monitor_id,
-                at_ms,
-                result.cause or "down",
-                result.http_status,
-                change.state,
-                change.down_checks,
-                change.up_checks,
-                confirmed_at_ms,
-            ),
-        ).lastrowid
+        incident_id = inserted_id(
+            conn.execute(
+                "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status, state, down_checks, "
+                "up_checks, confirmed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    result.monitor_id,
+                    at_ms,
+                    result.cause or "down",
+                    result.http_status,
+                    change.state,
+                    change.down_checks,
+                    change.up_checks,
+                    confirmed_at_ms,
+                ),
+            )
+        )
     elif change.transition is Transition.COUNT:
         conn.execute(
             "UPDATE incidents SET state = ?, down_checks = ?, up_checks = ?, "
@@ -300,9 +305,9 @@ def _apply_incident_step(
             (change.up_checks, at_ms, incident_id),
         )
     if change.event is not None and incident_id is not None:
-        _record_event(conn, incident_id, result.monitor_id, change.event.value, at_ms)
+        record_event(conn, incident_id, result.monitor_id, change.event.value, at_ms)
     return change
 
 
-def _mark_network_lost(conn: sqlite3.Connection, minutes: Sequence[int]) -> None:
+def _mark_network_lost(conn: Connection, minutes: Sequence[int]) -> None:
     conn.executemany("UPDATE ticks SET network_lost = 1 WHERE minute = ?", [(m,) for m in minutes])

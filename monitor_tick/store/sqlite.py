@@ -1,14 +1,10 @@
-"""All SQL lives here: opening the database, claiming minutes, selecting what is due, writing
-results, and the management commands' reads and writes.
-
-Uses the standard library's sqlite3 synchronously: the database is touched before the probes
-start and after they all finish, never while they run, so an idle tick needs no event loop.
-
-Every statement is parameterised. Every instant passed in is epoch ms, read once per tick by
-the caller (SQLite's own clock never decides anything).
+"""The SQLite engine: opening the database file (checks, PRAGMAs, schema and migrations/),
+read-only opens, backup and check, and SQLite's errors in one line. The only module of the
+store that imports sqlite3 or touches the file; the other modules run their SQL on the
+connection it opens.
 
 Errors a user can cause or meet (missing directory, foreign file, locked database, read-only
-file, newer schema) are raised as StoreError with a one-line message.
+file, newer schema, full disk) are raised as StoreError with a one-line message.
 """
 
 from __future__ import annotations
@@ -22,23 +18,17 @@ from urllib.parse import quote
 from monitor_tick.store.db import StoreError
 
 SCHEMA_VERSION = 3
-
-
 _T = TypeVar("_T")
-
-
 DEFAULT_BUSY_TIMEOUT_S = 10.0
-
-
+# The connection the store's functions take, and what its statements raise (callers catch it
+# and word it with describe_error)
+Connection = sqlite3.Connection
+DatabaseError = sqlite3.Error
 # The -wal file: checkpointed once it holds this much, and cut back to it when SQLite starts it
 # over (journal_size_limit). Without the cut, a -wal grown while a reader held a transaction open
 # would keep its size for as long as any process (`serve`) has the database open.
 WAL_LIMIT_BYTES = 256 * 1024
-
-
 _PAGE_BYTES = 4096  # SQLite's default page size; nothing here changes it
-
-
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
