@@ -4,7 +4,9 @@ on 127.0.0.1: every outcome and cause must be the same through either."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import ssl
+import sys
 from collections.abc import Iterator
 
 import httpx
@@ -22,6 +24,7 @@ from tests.servers import (
     expired_cert,
     refused_port,
     self_signed_cert,
+    send_response,
     valid_cert,
     wrong_host_cert,
 )
@@ -105,6 +108,36 @@ def test_certificates_are_judged_the_same_through_either_transport(make_cert: ob
         default, fast = probe_both(monitor(srv.url("/ok")), verify=ssl.create_default_context(cafile=pair.ca_pem))
     assert fast == default
     assert fast.cause == cause and fast.status == ("up" if cause is None else "down")
+
+
+async def _answer_and_never_close(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str
+) -> None:
+    """A peer that answers, then neither reads our TLS close_notify (so never answers it) nor
+    closes the connection (until the server stops)."""
+    await send_response(writer, 200, "ok\n")
+    writer.transport.pause_reading()
+    await asyncio.Event().wait()
+
+
+def test_the_fast_transport_leaves_no_socket_open_when_a_peer_never_answers_its_tls_close(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closing a TLS connection waits for the peer's close_notify (asyncio: up to 30 s); once the
+    client is closed, no connection it opened may still hold its socket, whatever the peer does."""
+    unclosed: list[str] = []  # an unclosed socket or transport says so when it is collected
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: unclosed.append(str(unraisable.exc_value)))
+    pair = valid_cert()
+    with LocalServer(tls=pair.server_context) as srv:
+        srv.route("/never-closes", _answer_and_never_close)
+
+        async def main() -> ProbeResult:
+            async with make_client(10, AiohttpTransport(pair.client_context())) as client:
+                return await probe_http(monitor(srv.url("/never-closes")), client, 0)
+
+        assert asyncio.run(main()).status == "up"
+        gc.collect()
+    assert unclosed == []
 
 
 def test_plain_http_to_a_tls_port_and_tls_to_a_plain_port_fail_the_same_way(server: LocalServer) -> None:
