@@ -8,7 +8,10 @@ read are all httpx's; only the bytes on the wire go through aiohttp.
 
 Every request gets a fresh connection that is closed after its response (force_close): the
 checks of a tick are of distinct hosts, and an idle keep-alive pool would hold a socket per
-host for the whole tick.
+host for the whole tick. Closing such a connection over TLS sends close_notify and then waits
+(asyncio: up to 30 s) for the peer's, which nothing in aiohttp awaits; closing the transport cuts
+off every connection still waiting and waits until each has closed its socket, so none outlives
+the event loop (an unclosed socket, whatever the peer does).
 
 Errors become httpx's exception types with the underlying OS or TLS error as __cause__, so the
 probe classifies them exactly as it does httpx's own transport's (a test holds the two
@@ -17,8 +20,11 @@ transports to the same outcome and cause against misbehaving local servers).
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import weakref
 from collections.abc import AsyncIterator
+from typing import Any
 
 import aiohttp
 import httpx
@@ -28,15 +34,42 @@ from yarl import URL
 _HOP_BY_HOP = (b"connection", b"keep-alive")
 
 
+class _Connector(aiohttp.TCPConnector):
+    """A TCPConnector that can finish closing every connection it opened."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        # the transport of each connection not yet lost (weak: a lost one is nobody's)
+        self._opened: weakref.WeakKeyDictionary[Any, asyncio.BaseTransport] = weakref.WeakKeyDictionary()
+
+    async def connect(self, req: Any, traces: Any, timeout: Any) -> aiohttp.connector.Connection:
+        connection = await super().connect(req, traces, timeout)
+        if connection.protocol is not None and connection.transport is not None:
+            self._opened[connection.protocol] = connection.transport
+        return connection
+
+    async def finish_closing(self) -> None:
+        """Abort the connections still closing (a TLS close waiting for the peer's close_notify)
+        and wait until each has let go of its socket. Call after close()."""
+        waiting = []
+        for protocol, transport in list(self._opened.items()):
+            closed = protocol.closed  # None once the connection is lost
+            if closed is not None:
+                transport.abort()
+                waiting.append(closed)
+        await asyncio.gather(*waiting, return_exceptions=True)
+
+
 class AiohttpTransport(httpx.AsyncBaseTransport):
     """httpx.AsyncBaseTransport over one aiohttp session (created on first use, inside the loop)."""
 
     def __init__(self, ssl_context: ssl.SSLContext) -> None:
         self._ssl_context = ssl_context
         self._session: aiohttp.ClientSession | None = None
+        self._connector: _Connector | None = None
 
     def _open(self) -> aiohttp.ClientSession:
-        connector = aiohttp.TCPConnector(limit=0, ssl=self._ssl_context, force_close=True)
+        connector = self._connector = _Connector(limit=0, ssl=self._ssl_context, force_close=True)
         # httpx keeps the cookies (its jar sees every response); aiohttp must not keep its own
         self._session = aiohttp.ClientSession(
             connector=connector, auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar()
@@ -85,6 +118,9 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         if self._session is not None:
             await self._session.close()
             self._session = None
+        if self._connector is not None:
+            await self._connector.finish_closing()
+            self._connector = None
 
 
 class _Connection:
