@@ -1,4 +1,4 @@
--- monitor-tick schema, version 3 (PRAGMA user_version = 3; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 4 (PRAGMA user_version = 4; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -74,7 +74,11 @@ CREATE TABLE monitors (
     grace_sec      INTEGER CHECK (grace_sec >= 0),
     -- heartbeat: SHA-256 of the token that identifies its pings over HTTP. The token itself is
     -- printed once by `add` and never stored, so a copy of this file cannot be used to ping.
-    token_sha256   BLOB CHECK (length(token_sha256) = 32)
+    token_sha256   BLOB CHECK (length(token_sha256) = 32),
+    -- http, tls, tcp: down when an up check took longer than this many ms; NULL: no limit
+    max_latency_ms INTEGER CHECK (max_latency_ms > 0),
+    -- http: 'PATH=VALUE': the JSON body's field at the dotted PATH must equal VALUE; NULL: no check
+    json_field     TEXT
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match

@@ -43,6 +43,8 @@ OTHER_VALUES = {
     "keyword_absent": "maintenance",
     "expires_within_sec": 86_400,
     "grace_sec": 600,
+    "max_latency_ms": 500,
+    "json_field": "status=UP",
 }
 
 

@@ -88,6 +88,20 @@ def add(
         ),
     ] = None,
     method: Annotated[str | None, typer.Option(help="http: GET or HEAD. [default: GET]")] = None,
+    max_latency: Annotated[
+        str | None,
+        typer.Option(
+            help="http, tls, tcp: down when the check takes longer, e.g. 500ms or 2s "
+            "(its own time: connect to the body's end; never the wait for a probe slot)."
+        ),
+    ] = None,
+    json_field: Annotated[
+        str | None,
+        typer.Option(
+            help="http: PATH=VALUE, the JSON body's field at the dotted PATH must equal VALUE, e.g. status=UP or "
+            "data.db.ok=true (a string field matches its text exactly, a number by value, true/false/null as spelled)."
+        ),
+    ] = None,
     retries: Annotated[
         int | None,
         typer.Option(help="Extra attempts within a tick before it counts as down (0 to 3). [default: 1]"),
@@ -124,6 +138,8 @@ def add(
         "grace_sec": None if grace is None else round(duration_or_zero_s(grace, "--grace")),
         "timeout_s": None if timeout is None else duration_s(timeout, "--timeout"),
         "retries": retries,
+        "max_latency_ms": None if max_latency is None else round(duration_s(max_latency, "--max-latency") * 1000),
+        "json_field": json_field,
     }
     remind_s = duration_s(remind, "--remind") if remind else None
     try:

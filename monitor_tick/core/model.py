@@ -55,6 +55,10 @@ class Monitor:
     expires_within_sec: int | None = None
     # heartbeat: how long past its period (interval_sec) a ping may be late
     grace_sec: int | None = None
+    # down when an up check took longer than this (its own time, not the wait for a slot)
+    max_latency_ms: int | None = None
+    # http: 'PATH=VALUE', a dotted path into the JSON body and the value it must hold
+    json_field: str | None = None
 
 
 # Settings every kind has, and the options that apply only to the kinds that list them
@@ -71,6 +75,8 @@ OPTION_FLAGS = {
     "keyword_absent": "--keyword-absent",
     "expires_within_sec": "--expires-within",
     "grace_sec": "--grace",
+    "max_latency_ms": "--max-latency",
+    "json_field": "--json-field",
 }
 
 
