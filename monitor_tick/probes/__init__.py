@@ -146,6 +146,19 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
     )
 
 
+def split_usable(monitors: list[Monitor]) -> tuple[list[Monitor], list[tuple[int, str]]]:
+    """(monitors this tick can probe, (id, cause) of those it cannot here and now: Kind.unusable)."""
+    usable: list[Monitor] = []
+    unusable: list[tuple[int, str]] = []
+    for monitor in monitors:
+        reason = PROBES[monitor.kind].unusable(monitor)
+        if reason is None:
+            usable.append(monitor)
+        else:
+            unusable.append((monitor.id, f"cannot be probed here: {reason}"))
+    return usable, unusable
+
+
 def monitor_state(row: dict[str, Any]) -> str:
     """A monitor's state from its settings and current-state columns (enabled, auto_paused,
     in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used), paused,

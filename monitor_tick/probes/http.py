@@ -3,7 +3,8 @@
 Options: accepted statuses (--expect), text the body must contain (--keyword) or must not
 (--keyword-absent), a field of its JSON (--json-field, jsonfield.py), the longest it may take
 (--max-latency, latency.py), and for https:// the certificate's expiry (--expires-within,
-judged as for tls:// monitors on the final response's connection).
+judged as for tls:// monitors on the final response's connection). What the request carries
+(method, headers, basic auth, body, its own CA or none) is request.py's.
 
 httpx's timeouts are per operation (a server that drips a byte a second never trips a read
 timeout), so the whole attempt -- connect, headers, body -- runs under `asyncio.timeout`.
@@ -16,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 import httpx
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import (
-    METHODS,
     InvalidMonitor,
     Monitor,
     ProbeResult,
@@ -30,7 +31,7 @@ from monitor_tick.core.model import (
     parse_expect,
     status_accepted,
 )
-from monitor_tick.probes import jsonfield, latency
+from monitor_tick.probes import jsonfield, latency, request
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
     NO_ROUTE_ERRNOS,
@@ -65,8 +66,14 @@ async def probe_http(
     expires_at_ms: int | None = None
     try:
         async with asyncio.timeout(monitor.timeout_s):
-            request = client.build_request(monitor.method, monitor.url, timeout=monitor.timeout_s)
-            response = await client.send(request, stream=True, follow_redirects=True)
+            sent = client.build_request(
+                monitor.method,
+                monitor.url,
+                headers=request.request_headers(monitor),
+                content=request.request_body(monitor),
+                timeout=monitor.timeout_s,
+            )
+            response = await client.send(sent, stream=True, follow_redirects=True)
             try:
                 status = response.status_code
                 if monitor.expires_within_sec is not None:
@@ -170,7 +177,13 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
 
 
 async def _probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
-    return await probe_http(monitor, ctx.client, ctx.now_ms, ctx)
+    setting = request.tls_setting(monitor)
+    if setting is None or ctx.tls_client is None:
+        return await probe_http(monitor, ctx.client, ctx.now_ms, ctx)
+    # its own CA or no verification: a client (and SSL context) of its own, which the
+    # certificate check of --expires-within uses too
+    client, context = ctx.tls_client(setting)
+    return await probe_http(monitor, client, ctx.now_ms, replace(ctx, client=client, ssl_context=context))
 
 
 def _check(monitor: Monitor) -> None:
@@ -181,8 +194,7 @@ def _check(monitor: Monitor) -> None:
         httpx.URL(monitor.url)  # what the probe will send: refuse here what httpx would refuse
     except httpx.InvalidURL as exc:
         raise InvalidMonitor(f"url is not valid: {exc}") from None
-    if monitor.method not in METHODS:
-        raise InvalidMonitor(f"method must be GET or HEAD (got {monitor.method!r})")
+    request.check(monitor)
     parse_expect(monitor.expect_status)
     check_text(monitor.keyword, "keyword")
     check_text(monitor.keyword_absent, "--keyword-absent")
@@ -203,6 +215,7 @@ KIND = Kind(
     usage="http(s)://host/path",
     probe=latency.judged(_probe),
     check=_check,
+    unusable=request.unresolved,
     options=frozenset(
         {
             "method",
@@ -214,6 +227,11 @@ KIND = Kind(
             "retries",
             latency.OPTION,
             jsonfield.OPTION,
+            "headers",
+            "basic_auth",
+            "body",
+            "ca_file",
+            "insecure",
         }
     ),
 )
