@@ -33,6 +33,7 @@ SAMPLE_URLS = {
     "tls": "tls://example.test",
     "tcp": "tcp://example.test:5432",
     "heartbeat": "heartbeat",
+    "dns": "dns://example.test?type=A&server=192.0.2.53",
 }
 # A value other than every kind's default, per option.
 OTHER_VALUES = {

@@ -47,7 +47,9 @@ def add(
         str,
         typer.Argument(
             help="What to check: an http(s)://host/path URL; tls://host[:port] (a certificate: down when "
-            "invalid or expiring); tcp://host:port (a port accepts connections); or the word heartbeat "
+            "invalid or expiring); tcp://host:port (a port accepts connections); "
+            "dns://name?type=A&server=IP[:PORT][&expect=VALUE] (a DNS server answers, with that value); "
+            "or the word heartbeat "
             "(a cron job pings it: prints the token instead of the id)."
         ),
     ],

@@ -8,13 +8,15 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "***"
+# schemes whose query is our own settings, never a secret (dns://name?type=A&server=IP)
+_PLAIN_QUERY_SCHEMES = frozenset({"dns"})
 # ${ENV_VAR} in a monitor's header values, basic auth and body: resolved by the tick, so the
 # secret lives in cron's environment, not in the database, and the reference may be shown
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def redact_url(url: str) -> str:
-    """The URL with user:password and every query value replaced by ***.
+    """The URL with user:password and every query value replaced by *** (a dns:// query is kept).
 
     'https://u:p@h/x?token=abc&a=1' -> 'https://***@h/x?token=***&a=***'. Never raises; text
     that does not parse as a URL is returned with everything after the host hidden.
@@ -25,7 +27,8 @@ def redact_url(url: str) -> str:
         if "@" in netloc:
             netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
         query = parts.query
-        if query:  # 'key=value' keeps its key; a bare '?token' may be the secret itself
+        if query and parts.scheme.lower() not in _PLAIN_QUERY_SCHEMES:
+            # 'key=value' keeps its key; a bare '?token' may be the secret itself
             query = "&".join(
                 f"{part.split('=', 1)[0]}={REDACTED}" if "=" in part else REDACTED for part in query.split("&")
             )

@@ -42,12 +42,12 @@ from monitor_tick.core.model import (
     line_breaker,
 )
 from monitor_tick.core.redact import redact_url
-from monitor_tick.probes import heartbeat, http, tcp, tls
+from monitor_tick.probes import dns, heartbeat, http, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
 
 __all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
 
-KINDS: tuple[Kind, ...] = (http.KIND, tls.KIND, tcp.KIND, heartbeat.KIND)
+KINDS: tuple[Kind, ...] = (http.KIND, tls.KIND, tcp.KIND, heartbeat.KIND, dns.KIND)
 
 PROBES: dict[str, Kind] = {kind.name: kind for kind in KINDS}
 KIND_OF_SCHEME: dict[str, str] = {scheme: kind.name for kind in KINDS for scheme in kind.schemes}
