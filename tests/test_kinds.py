@@ -34,6 +34,7 @@ SAMPLE_URLS = {
     "tcp": "tcp://example.test:5432",
     "heartbeat": "heartbeat",
     "dns": "dns://example.test?type=A&server=192.0.2.53",
+    "icmp": "icmp://example.test",
 }
 # A value other than every kind's default, per option.
 OTHER_VALUES = {

@@ -49,6 +49,7 @@ def add(
             help="What to check: an http(s)://host/path URL; tls://host[:port] (a certificate: down when "
             "invalid or expiring); tcp://host:port (a port accepts connections); "
             "dns://name?type=A&server=IP[:PORT][&expect=VALUE] (a DNS server answers, with that value); "
+            "icmp://host (it answers a ping; needs net.ipv4.ping_group_range to cover this group); "
             "or the word heartbeat "
             "(a cron job pings it: prints the token instead of the id)."
         ),
@@ -205,6 +206,9 @@ def add(
     finally:
         conn.close()
     typer.echo(token or str(new_id))
+    unable = probes.PROBES[monitor.kind].host_check()
+    if unable:  # added all the same (the setting can change), but said now rather than at the hour
+        typer.echo(f"monitor-tick: monitor {new_id} cannot be probed here until this changes: {unable}", err=True)
 
 
 @app.command("list")

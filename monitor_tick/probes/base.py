@@ -51,8 +51,10 @@ class Kind:
     options   the model.OPTIONS a user may set for it; the others must keep their defaults
     defaults  its values for options, where they differ from Monitor's
     pinged    it waits for pings (identified by a token) instead of probing; `add` prints the token
-    unusable  why this tick cannot probe a valid monitor of it here and now (its environment,
-              this machine), or None: a configuration error the tick reports hourly, never down
+    unusable  why this tick cannot probe a valid monitor of it here and now (its environment),
+              or None: a configuration error the tick reports hourly, never down
+    host_check  why this machine cannot probe any monitor of this kind (icmp: ping not allowed),
+              or None; as `unusable`, and `list` shows such monitors `invalid`
     """
 
     name: str
@@ -64,3 +66,4 @@ class Kind:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     pinged: bool = False
     unusable: Callable[[Monitor], str | None] = lambda monitor: None
+    host_check: Callable[[], str | None] = lambda: None
