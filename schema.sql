@@ -1,4 +1,4 @@
--- monitor-tick schema, version 3 (PRAGMA user_version = 3; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 5 (PRAGMA user_version = 5; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -46,7 +46,8 @@ CREATE TABLE monitors (
     interval_sec  INTEGER NOT NULL CHECK (interval_sec >= 60 AND interval_sec % 60 = 0),
     -- 1: fire on wall-clock boundaries (phase 0); 0: phase = id % n spreads monitors
     aligned       INTEGER NOT NULL DEFAULT 0 CHECK (aligned IN (0, 1)),
-    method        TEXT    NOT NULL DEFAULT 'GET' CHECK (method IN ('GET', 'HEAD')),
+    method        TEXT    NOT NULL DEFAULT 'GET'
+                  CHECK (method IN ('GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS')),
     -- accepted statuses: comma-separated codes and ranges, e.g. '200-399' or '200,204,301-302'
     expect_status TEXT    NOT NULL DEFAULT '200-399',
     -- the body (first 1 MiB) must contain this text; NULL: no keyword check
@@ -74,7 +75,23 @@ CREATE TABLE monitors (
     grace_sec      INTEGER CHECK (grace_sec >= 0),
     -- heartbeat: SHA-256 of the token that identifies its pings over HTTP. The token itself is
     -- printed once by `add` and never stored, so a copy of this file cannot be used to ping.
-    token_sha256   BLOB CHECK (length(token_sha256) = 32)
+    token_sha256   BLOB CHECK (length(token_sha256) = 32),
+    -- http, tls, tcp: down when an up check took longer than this many ms; NULL: no limit
+    max_latency_ms INTEGER CHECK (max_latency_ms > 0),
+    -- http: 'PATH=VALUE': the JSON body's field at the dotted PATH must equal VALUE; NULL: no check
+    json_field     TEXT,
+    -- http: request headers, one 'Name: value' a line. Values (and basic_auth's) may be
+    -- ${ENV_VAR} references, resolved by the tick; a literal secret is stored as given (this
+    -- file is the owner's only, like channels' URLs) and never printed.
+    headers        TEXT,
+    -- http: 'USER:PASSWORD' for HTTP basic authentication
+    basic_auth     TEXT,
+    -- http: the request body, sent as given (POST, PUT, ...)
+    body           TEXT,
+    -- https: a PEM file of the certificate authorities trusted instead of the system's
+    ca_file        TEXT,
+    -- https: 1 to skip certificate verification (shown plainly in `list`)
+    insecure       INTEGER NOT NULL DEFAULT 0 CHECK (insecure IN (0, 1))
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match

@@ -115,6 +115,7 @@ class Request(NamedTuple):
     path: str  # target without the query string, e.g. "/ok"
     version: str  # e.g. "HTTP/1.1"
     headers: dict[str, str]  # lower-cased names; last value wins
+    body: bytes = b""  # a small declared body (Content-Length up to 1 MiB), as received
 
 
 #: The request being handled (set while a route handler runs).
@@ -715,12 +716,13 @@ class LocalServer:
         # Consume a small declared body so closing the socket later does not
         # turn into an RST because of unread data.
         length = headers.get("content-length", "")
+        body = b""
         if length.isdigit() and 0 < int(length) <= MAX_REQUEST_BODY:
             try:
-                await asyncio.wait_for(reader.readexactly(int(length)), 5)
+                body = await asyncio.wait_for(reader.readexactly(int(length)), 5)
             except (TimeoutError, asyncio.IncompleteReadError):
                 pass
-        return Request(method.upper(), target, target.split("?", 1)[0], version, headers)
+        return Request(method.upper(), target, target.split("?", 1)[0], version, headers, body)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from monitor_tick.probes import (
     monitor_from_row,
     new_monitor,
 )
+from tests.servers import ca_pem_path
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 runner = CliRunner()
@@ -32,6 +33,8 @@ SAMPLE_URLS = {
     "tls": "tls://example.test",
     "tcp": "tcp://example.test:5432",
     "heartbeat": "heartbeat",
+    "dns": "dns://example.test?type=A&server=192.0.2.53",
+    "icmp": "icmp://example.test",
 }
 # A value other than every kind's default, per option.
 OTHER_VALUES = {
@@ -43,7 +46,16 @@ OTHER_VALUES = {
     "keyword_absent": "maintenance",
     "expires_within_sec": 86_400,
     "grace_sec": 600,
+    "max_latency_ms": 500,
+    "json_field": "status=UP",
+    "headers": "X-Test: 1",
+    "basic_auth": "user:${PASSWORD}",
+    "body": '{"ping": 1}',
+    "ca_file": ca_pem_path(),
+    "insecure": True,
 }
+# What an option needs beside it to be usable (given after it, so a refusal names the option)
+COMPANIONS = {"body": {"method": "POST"}}
 
 
 def test_every_kind_has_a_sample_and_every_option_a_flag_and_a_value() -> None:
@@ -66,7 +78,7 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
     plain = new_monitor(name=None, url=url, interval_sec=300, aligned=False, given={})
     assert check_monitor(plain) is kind
     for option in OPTIONS:
-        given = {option: OTHER_VALUES[option]}
+        given = {option: OTHER_VALUES[option], **COMPANIONS.get(option, {})}
         if option == "expires_within_sec" and kind.name == "http":
             url = "https://example.test/"
         if option in kind.options:

@@ -113,6 +113,8 @@ def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
     it as one short `note` for the text tables."""
     cause = redact_text(row["cause"]) if row["cause"] else None  # a stored cause may quote a URL
     notes = [cause] if cause else []
+    if row.get("insecure"):
+        notes.append("INSECURE: TLS not verified")
     expires_ms = row["cert_expires_at_ms"]
     if expires_ms is not None and not (row["cause"] or "").startswith("tls: "):
         notes.append(f"cert {expiry_text(expires_ms, now_ms)}")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -27,7 +28,7 @@ from monitor_tick.cli.common import (
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
 from monitor_tick.core.model import MAX_INTERVAL_SEC, AlertSettings, InvalidMonitor, check_alert_settings
-from monitor_tick.core.redact import redact_url
+from monitor_tick.core.redact import redact_settings
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
 plan_app = typer.Typer(help="Plans: the shortest interval their owners' monitors run at.", no_args_is_help=True)
@@ -46,7 +47,10 @@ def add(
         str,
         typer.Argument(
             help="What to check: an http(s)://host/path URL; tls://host[:port] (a certificate: down when "
-            "invalid or expiring); tcp://host:port (a port accepts connections); or the word heartbeat "
+            "invalid or expiring); tcp://host:port (a port accepts connections); "
+            "dns://name?type=A&server=IP[:PORT][&expect=VALUE] (a DNS server answers, with that value); "
+            "icmp://host (it answers a ping; needs net.ipv4.ping_group_range to cover this group); "
+            "or the word heartbeat "
             "(a cron job pings it: prints the token instead of the id)."
         ),
     ],
@@ -87,7 +91,51 @@ def add(
             "at most 25s (inside the tick's 30s budget), e.g. 5s. [default: 10s]"
         ),
     ] = None,
-    method: Annotated[str | None, typer.Option(help="http: GET or HEAD. [default: GET]")] = None,
+    method: Annotated[
+        str | None,
+        typer.Option(help="http: GET, HEAD, POST, PUT, PATCH, DELETE or OPTIONS. [default: GET]"),
+    ] = None,
+    header: Annotated[
+        list[str] | None,
+        typer.Option(
+            help="http: a request header, 'Name: value'; repeat for more. The value may be or hold "
+            "${ENV_VAR} references, resolved by the tick from its environment (cron's) and never printed."
+        ),
+    ] = None,
+    basic_auth: Annotated[
+        str | None,
+        typer.Option(
+            help="http: USER:PASSWORD for HTTP basic authentication; either may be a ${ENV_VAR} reference. "
+            "A literal password is stored in the database as given; it is never printed."
+        ),
+    ] = None,
+    body: Annotated[
+        str | None, typer.Option(help="http: the request body, with --method POST, PUT, ... (${ENV_VAR} resolved).")
+    ] = None,
+    ca_file: Annotated[
+        str | None,
+        typer.Option(
+            help="https: a PEM file of certificate authorities to trust instead of the system's (a home lab's CA)."
+        ),
+    ] = None,
+    insecure: Annotated[
+        bool,
+        typer.Option("--insecure", help="https: do not verify the certificate at all (`list` says so)."),
+    ] = False,
+    max_latency: Annotated[
+        str | None,
+        typer.Option(
+            help="http, tls, tcp: down when the check takes longer, e.g. 500ms or 2s "
+            "(its own time: connect to the body's end; never the wait for a probe slot)."
+        ),
+    ] = None,
+    json_field: Annotated[
+        str | None,
+        typer.Option(
+            help="http: PATH=VALUE, the JSON body's field at the dotted PATH must equal VALUE, e.g. status=UP or "
+            "data.db.ok=true (a string field matches its text exactly, a number by value, true/false/null as spelled)."
+        ),
+    ] = None,
     retries: Annotated[
         int | None,
         typer.Option(help="Extra attempts within a tick before it counts as down (0 to 3). [default: 1]"),
@@ -124,6 +172,14 @@ def add(
         "grace_sec": None if grace is None else round(duration_or_zero_s(grace, "--grace")),
         "timeout_s": None if timeout is None else duration_s(timeout, "--timeout"),
         "retries": retries,
+        "max_latency_ms": None if max_latency is None else round(duration_s(max_latency, "--max-latency") * 1000),
+        "json_field": json_field,
+        "headers": None if not header else "\n".join(header),
+        "basic_auth": basic_auth,
+        "body": body,
+        # cron runs the tick from another directory
+        "ca_file": None if ca_file is None else os.path.abspath(ca_file),
+        "insecure": insecure or None,
     }
     remind_s = duration_s(remind, "--remind") if remind else None
     try:
@@ -150,6 +206,9 @@ def add(
     finally:
         conn.close()
     typer.echo(token or str(new_id))
+    unable = probes.PROBES[monitor.kind].host_check()
+    if unable:  # added all the same (the setting can change), but said now rather than at the hour
+        typer.echo(f"monitor-tick: monitor {new_id} cannot be probed here until this changes: {unable}", err=True)
 
 
 @app.command("list")
@@ -158,8 +217,8 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
     now_ms = clock.now_ms()
     rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
     for row in rows:
-        row["state"] = deferred.probes().monitor_state(row)  # judged on the real url, shown redacted
-        row["url"] = redact_url(row["url"])
+        row["state"] = deferred.probes().monitor_state(row)  # judged on the real settings, shown redacted
+        row.update(redact_settings(row))
         row.update(latest_results(row, now_ms))
     if as_json:
         emit_json(rows)

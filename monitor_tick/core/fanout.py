@@ -28,6 +28,7 @@ from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext
 from monitor_tick.probes.guard import AddressGuard, guarded_transport
+from monitor_tick.probes.request import ssl_context_for
 from monitor_tick.probes.transport import AiohttpTransport
 
 USER_AGENT = "monitor-tick (uptime check)"
@@ -94,6 +95,29 @@ def make_client(
         max_redirects=5,
         headers={"User-Agent": USER_AGENT},
     )
+
+
+class TlsClients:
+    """Clients for monitors that verify TLS their own way (--ca-file, --insecure): one per
+    distinct setting, made when the first such monitor is probed (a tick without one makes
+    none), each with its own SSL context and otherwise made as the shared client is."""
+
+    def __init__(
+        self, concurrency: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None
+    ) -> None:
+        self._args = (concurrency, transport, guard)
+        self._made: dict[tuple[str | None, bool], tuple[httpx.AsyncClient, ssl.SSLContext]] = {}
+
+    def get(self, setting: tuple[str | None, bool]) -> tuple[httpx.AsyncClient, ssl.SSLContext]:
+        if setting not in self._made:
+            concurrency, transport, guard = self._args
+            context = ssl_context_for(setting)
+            self._made[setting] = (make_client(concurrency, transport, context, guard), context)
+        return self._made[setting]
+
+    async def aclose(self) -> None:
+        for client, _ in self._made.values():
+            await client.aclose()
 
 
 async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:

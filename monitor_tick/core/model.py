@@ -16,7 +16,7 @@ from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
 
 Status = Literal["up", "down", "unknown"]
 
-METHODS = ("GET", "HEAD")
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 # The largest --timeout: 5 s under the tick's 30 s probe budget, so a probe that starts late
 # (behind others holding their slots, fanout.probe_all) still ends as `timeout`, never cut off.
 MAX_TIMEOUT_S = 25.0
@@ -55,6 +55,20 @@ class Monitor:
     expires_within_sec: int | None = None
     # heartbeat: how long past its period (interval_sec) a ping may be late
     grace_sec: int | None = None
+    # down when an up check took longer than this (its own time, not the wait for a slot)
+    max_latency_ms: int | None = None
+    # http: 'PATH=VALUE', a dotted path into the JSON body and the value it must hold
+    json_field: str | None = None
+    # http: request headers, one 'Name: value' a line; values may hold ${ENV_VAR} references
+    headers: str | None = None
+    # http: 'USER:PASSWORD', either part may be (or hold) ${ENV_VAR} references
+    basic_auth: str | None = None
+    # http: the request body (e.g. for POST)
+    body: str | None = None
+    # https: a PEM file of the certificate authorities to trust instead of the system's
+    ca_file: str | None = None
+    # https: do not verify the certificate at all (shown plainly in `list`)
+    insecure: bool = False
 
 
 # Settings every kind has, and the options that apply only to the kinds that list them
@@ -71,6 +85,13 @@ OPTION_FLAGS = {
     "keyword_absent": "--keyword-absent",
     "expires_within_sec": "--expires-within",
     "grace_sec": "--grace",
+    "max_latency_ms": "--max-latency",
+    "json_field": "--json-field",
+    "headers": "--header",
+    "basic_auth": "--basic-auth",
+    "body": "--body",
+    "ca_file": "--ca-file",
+    "insecure": "--insecure",
 }
 
 

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 import ipaddress
 import re
+from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "***"
+# schemes whose query is our own settings, never a secret (dns://name?type=A&server=IP)
+_PLAIN_QUERY_SCHEMES = frozenset({"dns"})
+# ${ENV_VAR} in a monitor's header values, basic auth and body: resolved by the tick, so the
+# secret lives in cron's environment, not in the database, and the reference may be shown
+ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def redact_url(url: str) -> str:
-    """The URL with user:password and every query value replaced by ***.
+    """The URL with user:password and every query value replaced by *** (a dns:// query is kept).
 
     'https://u:p@h/x?token=abc&a=1' -> 'https://***@h/x?token=***&a=***'. Never raises; text
     that does not parse as a URL is returned with everything after the host hidden.
@@ -21,7 +27,8 @@ def redact_url(url: str) -> str:
         if "@" in netloc:
             netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
         query = parts.query
-        if query:  # 'key=value' keeps its key; a bare '?token' may be the secret itself
+        if query and parts.scheme.lower() not in _PLAIN_QUERY_SCHEMES:
+            # 'key=value' keeps its key; a bare '?token' may be the secret itself
             query = "&".join(
                 f"{part.split('=', 1)[0]}={REDACTED}" if "=" in part else REDACTED for part in query.split("&")
             )
@@ -97,3 +104,33 @@ _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
 def redact_text(text: str) -> str:
     """Free text (a monitor's name, an incident's cause) with every URL in it redacted."""
     return _URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)
+
+
+def header_lines(headers: str | None) -> list[tuple[str, str]]:
+    """(name, value as written) of each line of a monitor's `headers` ('Name: value' a line)."""
+    if not headers:
+        return []
+    return [(name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in headers.split("\n"))]
+
+
+def redact_value(value: str) -> str:
+    """A value that may be a secret, for output: as written when it holds a ${ENV_VAR} reference
+    (the secret itself is in the environment), else ***."""
+    return value if ENV_REFERENCE.search(value) else REDACTED
+
+
+def redact_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """A monitor's settings (a row, or a Monitor's fields) for output: the URL redacted, header
+    values, the basic-auth password and the body through redact_value (names and the user kept).
+    Every command that prints settings goes through this."""
+    shown = dict(settings)
+    if shown.get("url") is not None:
+        shown["url"] = redact_url(shown["url"])
+    if shown.get("headers") is not None:
+        shown["headers"] = "\n".join(f"{name}: {redact_value(value)}" for name, value in header_lines(shown["headers"]))
+    if shown.get("basic_auth") is not None:
+        user, _, password = str(shown["basic_auth"]).partition(":")
+        shown["basic_auth"] = f"{user}:{redact_value(password)}"
+    if shown.get("body") is not None:
+        shown["body"] = redact_value(str(shown["body"]))
+    return shown

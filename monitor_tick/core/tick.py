@@ -69,7 +69,8 @@ class TickReport:
     due: list[Monitor] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
     invalid: list[tuple[int, str]] = field(default_factory=list)
-    # probed, but refused by --block-private (a configuration error): (id, cause), not recorded
+    # configuration errors said hourly, not recorded: (id, cause) of monitors refused by
+    # --block-private, or that cannot be probed here (probes.split_usable)
     refused: list[tuple[int, str]] = field(default_factory=list)
     summary: store.WriteSummary | None = None
     duration_ms: int = 0
@@ -100,7 +101,7 @@ class TickReport:
 
     def skipped_to_say(self) -> list[tuple[int, str]]:
         """The rows skipped as configuration errors to say on stderr in this tick: every
-        invalid row, and each refused one once an hour (its probe is refused every time)."""
+        invalid row, and each refused one once an hour (it is refused every time)."""
         periods = {m.id: m.effective_interval_sec // clock.S_PER_MINUTE for m in self.due}
         hourly = [(i, c) for i, c in self.refused if schedule.is_hourly_report_minute(self.minute, periods[i])]
         return self.invalid + hourly
@@ -227,12 +228,14 @@ def run_tick(options: TickOptions) -> TickReport:
         rows = select_due_rows(conn, minutes, now_ms, replay=not live)
         created_ms = {int(row["id"]): int(row["created_at_ms"]) for row in rows}
         good, bad = split_rows(rows)
-        recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
-        probes = _probe(good, options, now_ms, read_for_kinds(conn, good), recent) if good else []
-        results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
-        refused: list[tuple[int, str]] = []
+        # a monitor this machine or environment cannot probe is a configuration error, said hourly
+        usable, refused = _probes().split_usable(good) if good else ([], [])
+        recent = store.recent_rollups(conn, [m.id for m in usable]) if usable else {}
+        probes = _probe(usable, options, now_ms, read_for_kinds(conn, usable), recent) if usable else []
+        results = [CheckResult.of(m.id, p) for m, p in zip(usable, probes, strict=True)]
         if options.guard is not None:
-            results, refused = _set_refusals_aside(results)
+            results, guard_refused = _set_refusals_aside(results)
+            refused += guard_refused
         network_lost = False
         if results:
             policy = _alert_policy()
@@ -331,16 +334,21 @@ def _probe(
         # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
         # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
+        # monitors with their own CA or --insecure get clients of their own, made when first due
+        own_tls = fanout.TlsClients(options.concurrency, options.transport, options.guard)
         async with fanout.make_client(options.concurrency, options.transport, tls, options.guard) as client:
-            return await fanout.probe_all(
-                monitors,
-                _probes().ProbeContext(client, now_ms, tls, loaded, options.guard),
-                concurrency=options.concurrency,
-                retry_delay_s=options.retry_delay_s,
-                budget_s=options.budget_s,
-                order=fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
-                slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
-            )
+            try:
+                return await fanout.probe_all(
+                    monitors,
+                    _probes().ProbeContext(client, now_ms, tls, loaded, options.guard, own_tls.get),
+                    concurrency=options.concurrency,
+                    retry_delay_s=options.retry_delay_s,
+                    budget_s=options.budget_s,
+                    order=fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
+                    slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
+                )
+            finally:
+                await own_tls.aclose()
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
     # would bring back the slow-resolver queue that DaemonThreads removes (README, issue 3)

@@ -42,12 +42,12 @@ from monitor_tick.core.model import (
     line_breaker,
 )
 from monitor_tick.core.redact import redact_url
-from monitor_tick.probes import heartbeat, http, tcp, tls
+from monitor_tick.probes import dns, heartbeat, http, icmp, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
 
 __all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
 
-KINDS: tuple[Kind, ...] = (http.KIND, tls.KIND, tcp.KIND, heartbeat.KIND)
+KINDS: tuple[Kind, ...] = (http.KIND, tls.KIND, tcp.KIND, heartbeat.KIND, dns.KIND, icmp.KIND)
 
 PROBES: dict[str, Kind] = {kind.name: kind for kind in KINDS}
 KIND_OF_SCHEME: dict[str, str] = {scheme: kind.name for kind in KINDS for scheme in kind.schemes}
@@ -146,13 +146,30 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
     )
 
 
+def split_usable(monitors: list[Monitor]) -> tuple[list[Monitor], list[tuple[int, str]]]:
+    """(monitors this tick can probe, (id, cause) of those it cannot here and now: Kind.unusable)."""
+    usable: list[Monitor] = []
+    unusable: list[tuple[int, str]] = []
+    for monitor in monitors:
+        kind = PROBES[monitor.kind]
+        reason = kind.host_check() or kind.unusable(monitor)
+        if reason is None:
+            usable.append(monitor)
+        else:
+            unusable.append((monitor.id, f"cannot be probed here: {reason}"))
+    return usable, unusable
+
+
 def monitor_state(row: dict[str, Any]) -> str:
     """A monitor's state from its settings and current-state columns (enabled, auto_paused,
-    in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used), paused,
+    in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used, or this
+    machine cannot probe its kind), paused,
     auto-paused, maintenance, down, new (never checked) or up."""
     try:
-        monitor_from_row({**row, "effective_interval_sec": 0})
+        monitor = monitor_from_row({**row, "effective_interval_sec": 0})
     except (InvalidMonitor, TypeError, ValueError, KeyError):
+        return "invalid"
+    if PROBES[monitor.kind].host_check() is not None:  # e.g. ping not allowed on this machine
         return "invalid"
     if not row["enabled"]:
         return "paused"

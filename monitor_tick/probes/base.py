@@ -29,6 +29,9 @@ class ProbeContext:
     loaded: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
     # --block-private: connections (http, tls, tcp alike) only to addresses it allows
     guard: AddressGuard | None = None
+    # (ca_file, insecure) -> (a client, its SSL context): for monitors that verify TLS their own
+    # way (--ca-file, --insecure), made by the tick on first use (None: such monitors use `client`)
+    tls_client: Callable[[tuple[str | None, bool]], tuple[httpx.AsyncClient, ssl.SSLContext]] | None = None
 
 
 Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]
@@ -48,6 +51,10 @@ class Kind:
     options   the model.OPTIONS a user may set for it; the others must keep their defaults
     defaults  its values for options, where they differ from Monitor's
     pinged    it waits for pings (identified by a token) instead of probing; `add` prints the token
+    unusable  why this tick cannot probe a valid monitor of it here and now (its environment),
+              or None: a configuration error the tick reports hourly, never down
+    host_check  why this machine cannot probe any monitor of this kind (icmp: ping not allowed),
+              or None; as `unusable`, and `list` shows such monitors `invalid`
     """
 
     name: str
@@ -58,3 +65,5 @@ class Kind:
     options: frozenset[str] = DEFAULT_OPTIONS
     defaults: Mapping[str, Any] = field(default_factory=dict)
     pinged: bool = False
+    unusable: Callable[[Monitor], str | None] = lambda monitor: None
+    host_check: Callable[[], str | None] = lambda: None

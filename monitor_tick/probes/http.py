@@ -1,8 +1,10 @@
 """The HTTP(S) probe: one request under one hard deadline, turned into a ProbeResult.
 
 Options: accepted statuses (--expect), text the body must contain (--keyword) or must not
-(--keyword-absent), and for https:// the certificate's expiry (--expires-within, judged as for
-tls:// monitors on the final response's connection).
+(--keyword-absent), a field of its JSON (--json-field, jsonfield.py), the longest it may take
+(--max-latency, latency.py), and for https:// the certificate's expiry (--expires-within,
+judged as for tls:// monitors on the final response's connection). What the request carries
+(method, headers, basic auth, body, its own CA or none) is request.py's.
 
 httpx's timeouts are per operation (a server that drips a byte a second never trips a read
 timeout), so the whole attempt -- connect, headers, body -- runs under `asyncio.timeout`.
@@ -15,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import ssl
 import time
+from dataclasses import replace
 from urllib.parse import urlsplit
 
 import httpx
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import (
-    METHODS,
     InvalidMonitor,
     Monitor,
     ProbeResult,
@@ -29,6 +31,7 @@ from monitor_tick.core.model import (
     parse_expect,
     status_accepted,
 )
+from monitor_tick.probes import jsonfield, latency, request
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
     NO_ROUTE_ERRNOS,
@@ -63,8 +66,14 @@ async def probe_http(
     expires_at_ms: int | None = None
     try:
         async with asyncio.timeout(monitor.timeout_s):
-            request = client.build_request(monitor.method, monitor.url, timeout=monitor.timeout_s)
-            response = await client.send(request, stream=True, follow_redirects=True)
+            sent = client.build_request(
+                monitor.method,
+                monitor.url,
+                headers=request.request_headers(monitor),
+                content=request.request_body(monitor),
+                timeout=monitor.timeout_s,
+            )
+            response = await client.send(sent, stream=True, follow_redirects=True)
             try:
                 status = response.status_code
                 if monitor.expires_within_sec is not None:
@@ -75,11 +84,14 @@ async def probe_http(
                         expires_at_ms = cert_expires_at_ms(cert)
                 cause = None if status_accepted(status, ranges) else f"status {status}"
                 if cause is None:
-                    found = await _read_body(response, [n for n in (wanted, unwanted) if n])
-                    if wanted and not found[wanted]:
+                    keep = bool(wanted or unwanted or monitor.json_field)
+                    body, whole = await _read_body(response, keep)
+                    if wanted and wanted not in body:
                         cause = "keyword missing"
-                    elif unwanted and found[unwanted]:
+                    elif unwanted and unwanted in body:
                         cause = "keyword present"
+                    elif monitor.json_field is not None:
+                        cause = jsonfield.cause(monitor, bytes(body), whole)
                 if cause is None and monitor.expires_within_sec is not None:
                     cause = expiry_cause(monitor, now_ms, expires_at_ms)
                 if cause is not None:
@@ -98,18 +110,20 @@ async def probe_http(
     return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms)
 
 
-async def _read_body(response: httpx.Response, needles: list[bytes]) -> dict[bytes, bool]:
-    """Read the body to its end; which needles its first MAX_BODY_BYTES (decoded) contain,
-    holding no more than that in memory (nothing at all without needles)."""
-    if not needles:
+async def _read_body(response: httpx.Response, keep: bool) -> tuple[bytearray, bool]:
+    """Read the body to its end; (its first MAX_BODY_BYTES, decoded, whether that is all of it),
+    holding no more than that in memory (nothing at all unless `keep`)."""
+    seen = bytearray()
+    whole = True
+    if not keep:
         async for _ in response.aiter_raw():
             pass
-        return {}
-    seen = bytearray()
+        return seen, whole
     async for chunk in response.aiter_bytes():
-        if len(seen) < MAX_BODY_BYTES:
-            seen += chunk[: MAX_BODY_BYTES - len(seen)]
-    return {needle: needle in seen for needle in needles}
+        room = MAX_BODY_BYTES - len(seen)
+        whole = whole and len(chunk) <= room
+        seen += chunk[:room]
+    return seen, whole
 
 
 def _peer_cert(response: httpx.Response) -> dict[str, object] | None:
@@ -163,7 +177,13 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
 
 
 async def _probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
-    return await probe_http(monitor, ctx.client, ctx.now_ms, ctx)
+    setting = request.tls_setting(monitor)
+    if setting is None or ctx.tls_client is None:
+        return await probe_http(monitor, ctx.client, ctx.now_ms, ctx)
+    # its own CA or no verification: a client (and SSL context) of its own, which the
+    # certificate check of --expires-within uses too
+    client, context = ctx.tls_client(setting)
+    return await probe_http(monitor, client, ctx.now_ms, replace(ctx, client=client, ssl_context=context))
 
 
 def _check(monitor: Monitor) -> None:
@@ -174,13 +194,16 @@ def _check(monitor: Monitor) -> None:
         httpx.URL(monitor.url)  # what the probe will send: refuse here what httpx would refuse
     except httpx.InvalidURL as exc:
         raise InvalidMonitor(f"url is not valid: {exc}") from None
-    if monitor.method not in METHODS:
-        raise InvalidMonitor(f"method must be GET or HEAD (got {monitor.method!r})")
+    request.check(monitor)
     parse_expect(monitor.expect_status)
     check_text(monitor.keyword, "keyword")
     check_text(monitor.keyword_absent, "--keyword-absent")
     if (monitor.keyword or monitor.keyword_absent) and monitor.method == "HEAD":
         raise InvalidMonitor("a keyword needs the body: use --method GET")
+    jsonfield.check(monitor)
+    if monitor.json_field is not None and monitor.method == "HEAD":
+        raise InvalidMonitor("--json-field needs the body: use --method GET")
+    latency.check(monitor)
     if monitor.expires_within_sec is not None and parts.scheme.lower() != "https":
         raise InvalidMonitor("--expires-within needs an https:// url (or use tls://host)")
     check_expires_within(monitor)
@@ -190,9 +213,25 @@ KIND = Kind(
     name="http",
     schemes=("http", "https"),
     usage="http(s)://host/path",
-    probe=_probe,
+    probe=latency.judged(_probe),
     check=_check,
+    unusable=request.unresolved,
     options=frozenset(
-        {"method", "expect_status", "keyword", "keyword_absent", "expires_within_sec", "timeout_s", "retries"}
+        {
+            "method",
+            "expect_status",
+            "keyword",
+            "keyword_absent",
+            "expires_within_sec",
+            "timeout_s",
+            "retries",
+            latency.OPTION,
+            jsonfield.OPTION,
+            "headers",
+            "basic_auth",
+            "body",
+            "ca_file",
+            "insecure",
+        }
     ),
 )

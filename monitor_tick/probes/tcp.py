@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.probes import latency
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import address, cause_of_os_error, check_address, connect, prefixed
 
@@ -20,6 +21,14 @@ async def probe_tcp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
 
 def _check(monitor: Monitor) -> None:
     check_address(monitor, port_required=True)
+    latency.check(monitor)
 
 
-KIND = Kind(name="tcp", schemes=("tcp",), usage="tcp://host:port", probe=probe_tcp, check=_check)
+KIND = Kind(
+    name="tcp",
+    schemes=("tcp",),
+    usage="tcp://host:port",
+    probe=latency.judged(probe_tcp),
+    check=_check,
+    options=frozenset({"timeout_s", "retries", latency.OPTION}),
+)

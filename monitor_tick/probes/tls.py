@@ -8,6 +8,7 @@ import ssl
 
 from monitor_tick.core.clock import parse_duration_s
 from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.probes import latency
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
     address,
@@ -42,14 +43,15 @@ async def probe_tls(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
 def _check(monitor: Monitor) -> None:
     check_address(monitor, port_required=False)
     check_expires_within(monitor)
+    latency.check(monitor)
 
 
 KIND = Kind(
     name="tls",
     schemes=("tls",),
     usage="tls://host[:port]",
-    probe=probe_tls,
+    probe=latency.judged(probe_tls),
     check=_check,
-    options=frozenset({"timeout_s", "retries", "expires_within_sec"}),
+    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
     defaults={"expires_within_sec": DEFAULT_EXPIRES_WITHIN_SEC},
 )

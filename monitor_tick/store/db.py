@@ -8,8 +8,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS
+
 if TYPE_CHECKING:
     from sqlite3 import Connection, Cursor
+
+# A monitor's settings for `FROM monitors m`: every Monitor field is a column of the same name,
+# so an option added to core/model.py is read by list, report and the status page without an edit.
+SETTING_COLUMNS = ", ".join(f"m.{column}" for column in (*COMMON_SETTINGS, *OPTIONS))
 
 
 class StoreError(Exception):

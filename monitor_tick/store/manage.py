@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor
-from monitor_tick.store.db import StoreError, dicts, inserted_id, one, write_tx
+from monitor_tick.store.db import SETTING_COLUMNS, StoreError, dicts, inserted_id, one, write_tx
 from monitor_tick.store.due import FLOOR
 from monitor_tick.store.reads import LATEST_RESULTS
 
@@ -149,9 +149,7 @@ def list_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
         conn,
         f"""
         WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
-        SELECT m.id, m.name, m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status,
-               m.keyword, m.keyword_absent, m.expires_within_sec, m.grace_sec,
-               m.timeout_s, m.retries, m.enabled, m.auto_paused, o.name AS owner, {LATEST_RESULTS},
+        SELECT m.id, {SETTING_COLUMNS}, m.enabled, m.auto_paused, o.name AS owner, {LATEST_RESULTS},
                max(m.interval_sec, {FLOOR}) AS effective_interval_sec,
                EXISTS (SELECT 1 FROM maintenance_windows w
                         WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)

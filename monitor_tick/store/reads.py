@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms
-from monitor_tick.store.db import dicts, one
+from monitor_tick.store.db import SETTING_COLUMNS, dicts, one
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -16,10 +16,8 @@ if TYPE_CHECKING:
 # A monitor's current-state columns and the settings that decide "invalid" (see
 # probes.monitor_state), for `FROM monitors m` at :now_ms. The last check is read from the
 # monitor's newest rollup hour (a primary-key seek) rather than a max over all its hours.
-_STATE_COLUMNS = """
-    m.enabled, m.auto_paused,
-    m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status, m.keyword, m.timeout_s, m.retries,
-    m.keyword_absent, m.expires_within_sec, m.grace_sec,
+_STATE_COLUMNS = f"""
+    m.enabled, m.auto_paused, {SETTING_COLUMNS},
     EXISTS (SELECT 1 FROM maintenance_windows w
              WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
                AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
@@ -37,7 +35,7 @@ def report(conn: Connection, since_ms: int, now_ms: int) -> list[dict[str, Any]]
     return dicts(
         conn,
         f"""
-        SELECT m.id, m.name, {_STATE_COLUMNS}, {LATEST_RESULTS},
+        SELECT m.id, {_STATE_COLUMNS}, {LATEST_RESULTS},
                (SELECT count(*) FROM incidents i
                  WHERE i.monitor_id = m.id AND i.started_at_ms <= :now_ms
                    AND (i.resolved_at_ms IS NULL OR i.resolved_at_ms >= :since_ms)) AS incidents,
@@ -62,7 +60,7 @@ def status_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
     return dicts(
         conn,
         f"""
-        SELECT m.id, m.name, m.created_at_ms, {_STATE_COLUMNS},
+        SELECT m.id, m.created_at_ms, {_STATE_COLUMNS},
                h.hour_start_ms, h.checks AS hour_checks, h.failures AS hour_failures,
                h.latency_ms_sum AS hour_latency_ms_sum
           FROM monitors m

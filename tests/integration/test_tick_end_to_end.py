@@ -175,7 +175,10 @@ def test_bad_values_at_add_get_one_line_and_exit_2(tmp_path: Path) -> None:
         (["add", "http://127.0.0.1/", "--every", "soon"], "not a duration"),
         (["add", "http://127.0.0.1/", "--timeout", "0"], "duration must be positive"),
         (["add", "http://127.0.0.1/", "--expect", "200-abc"], "expected status"),
-        (["add", "http://127.0.0.1/", "--method", "POST"], "method must be GET or HEAD"),
+        (
+            ["add", "http://127.0.0.1/", "--method", "BREW"],
+            "method must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS",
+        ),
     ]
     for args, message in cases:
         run = cli(db, *args)

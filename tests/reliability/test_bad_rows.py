@@ -38,7 +38,12 @@ BAD_ROWS = [
     ("timeout_s = 'soon'", "invalid monitor: timeout must be more than 0s and at most 25s (got 'soon')"),
     ("retries = 'twice'", "invalid monitor: retries must be 0 to 3 (got 'twice')"),
     ("expect_status = '2xx'", "invalid monitor: expected status is not a code or range: '2xx'"),
-    ("method = 'DELETE'", "invalid monitor: method must be GET or HEAD (got 'DELETE')"),
+    (
+        "method = 'BREW'",
+        "invalid monitor: method must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS (got 'BREW')",
+    ),
+    ("headers = 'Host: evil.test'", "invalid monitor: --header Host is set by monitor-tick itself"),
+    ("insecure = 2", "invalid monitor: insecure must be 0 or 1 (got 2)"),
     ("owner_id = 999", "invalid monitor: owner 999 does not exist"),
 ]
 BAD_INTERVALS = [

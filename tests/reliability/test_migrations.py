@@ -158,3 +158,30 @@ def test_step_3_gives_the_ledger_its_unrecorded_ids_and_keeps_its_rows(v1_db: st
     # the old runs are kept as they were; none is taken to have left anything unrecorded
     assert after.execute("SELECT * FROM ticks ORDER BY minute").fetchall() == [(*row, None) for row in rows]
     after.close()
+
+
+def test_step_5_rebuilds_monitors_keeping_every_row_and_what_refers_to_them(v1_db: str) -> None:
+    before = sqlite3.connect(v1_db)
+    monitors = before.execute("SELECT * FROM monitors ORDER BY id").fetchall()
+    rollups = before.execute("SELECT count(*) FROM rollups").fetchone()[0]
+    before.close()
+    store.open_db(v1_db).close()
+    after = sqlite3.connect(v1_db)
+    after.execute("PRAGMA foreign_keys = ON")
+    # every row whole, the new settings at their defaults (no headers, no body, verified TLS)
+    new = after.execute("SELECT * FROM monitors ORDER BY id").fetchall()
+    assert [row[: len(monitors[0])] for row in new] == monitors
+    added = ("max_latency_ms", "json_field", "headers", "basic_auth", "body", "ca_file", "insecure")
+    defaults = after.execute(f"SELECT DISTINCT {', '.join(added)} FROM monitors").fetchall()
+    assert defaults == [(None, None, None, None, None, None, 0)]
+    # the new methods pass the rebuilt CHECK; a made-up one still does not
+    after.execute("UPDATE monitors SET method = 'POST' WHERE id = 1")
+    with pytest.raises(sqlite3.IntegrityError):
+        after.execute("UPDATE monitors SET method = 'BREW' WHERE id = 1")
+    # the tables that refer to monitors still cascade from the rebuilt table
+    monitor_id = after.execute("SELECT monitor_id FROM rollups LIMIT 1").fetchone()[0]
+    own = after.execute("SELECT count(*) FROM rollups WHERE monitor_id = ?", (monitor_id,)).fetchone()[0]
+    after.execute("DELETE FROM monitors WHERE id = ?", (monitor_id,))
+    assert after.execute("SELECT count(*) FROM rollups").fetchone()[0] == rollups - own
+    assert after.execute("PRAGMA foreign_key_check").fetchall() == []
+    after.close()

@@ -1,0 +1,149 @@
+"""What an http monitor sends beyond its URL: headers, basic auth, a body, and how it verifies TLS.
+
+Secrets. Header values, the basic-auth user and password, and the body may be, or hold,
+`${ENV_VAR}` references, resolved from the tick's environment when the request is built, never
+stored or printed (core/redact.py's redact_settings is what output shows). A reference to a
+variable that is not set is a configuration error (`UnresolvedReference`), not the site's
+outage: the tick skips the monitor and says why, once an hour.
+
+TLS. --ca-file trusts the certificate authorities in one PEM file instead of the system's (a
+home lab's own CA, as curl's --cacert); --insecure verifies nothing. A monitor with either gets
+an SSL context of its own (`tls_setting` is its key: the tick builds a client per distinct
+setting, only when such a monitor is due).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import ssl
+from collections.abc import Mapping
+
+from monitor_tick.core.model import METHODS, InvalidMonitor, Monitor, line_breaker
+from monitor_tick.core.redact import ENV_REFERENCE, header_lines
+
+# RFC 9110's token: what a header name may be made of
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# set by httpx from the URL and the body: a second copy would make the request ambiguous
+_RESERVED = frozenset({"host", "content-length", "transfer-encoding", "connection"})
+
+
+class UnresolvedReference(InvalidMonitor):
+    """A ${ENV_VAR} reference to a variable that is not set (or holds a line break)."""
+
+
+def resolve(text: str, env: Mapping[str, str] | None = None) -> str:
+    """`text` with each ${ENV_VAR} replaced by its value. Raises UnresolvedReference naming the
+    variable (never its value)."""
+    env = os.environ if env is None else env
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in env:
+            raise UnresolvedReference(f"environment variable {name} is not set")
+        found = env[name]
+        if line_breaker(found):
+            raise UnresolvedReference(f"environment variable {name} holds a character a header cannot carry")
+        return found
+
+    return ENV_REFERENCE.sub(value, text)
+
+
+def request_headers(monitor: Monitor, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The headers to send, references resolved (basic auth included as Authorization).
+    Raises UnresolvedReference."""
+    headers = {name: resolve(value, env) for name, value in header_lines(monitor.headers)}
+    if monitor.basic_auth is not None:
+        user, _, password = monitor.basic_auth.partition(":")
+        pair = f"{resolve(user, env)}:{resolve(password, env)}".encode()
+        headers["Authorization"] = "Basic " + base64.b64encode(pair).decode("ascii")
+    return headers
+
+
+def request_body(monitor: Monitor, env: Mapping[str, str] | None = None) -> bytes | None:
+    """The body to send (UTF-8), references resolved. Raises UnresolvedReference."""
+    return None if monitor.body is None else resolve(monitor.body, env).encode("utf-8")
+
+
+def unresolved(monitor: Monitor) -> str | None:
+    """Why the monitor's references cannot be resolved in this environment, or None."""
+    try:
+        request_headers(monitor)
+        request_body(monitor)
+    except UnresolvedReference as exc:
+        return str(exc)
+    return None
+
+
+def tls_setting(monitor: Monitor) -> tuple[str | None, bool] | None:
+    """(ca_file, insecure) when the monitor verifies TLS its own way; None: the tick's default."""
+    if monitor.ca_file is None and not monitor.insecure:
+        return None
+    return monitor.ca_file, bool(monitor.insecure)
+
+
+def ssl_context_for(setting: tuple[str | None, bool]) -> ssl.SSLContext:
+    """The SSL context of a tls_setting. Raises OSError or ssl.SSLError for an unusable CA file."""
+    ca_file, insecure = setting
+    context = ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+    if insecure:
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def check(monitor: Monitor) -> None:
+    """Headers, basic auth, body, method, CA file and --insecure as stored. Raises InvalidMonitor
+    (never quoting a value: it may be a secret)."""
+    if monitor.method not in METHODS:
+        raise InvalidMonitor(f"method must be one of {', '.join(METHODS)} (got {monitor.method!r})")
+    _check_headers(monitor)
+    if monitor.basic_auth is not None:
+        if not isinstance(monitor.basic_auth, str) or ":" not in monitor.basic_auth:
+            raise InvalidMonitor("--basic-auth must be USER:PASSWORD")
+        if line_breaker(monitor.basic_auth):
+            raise InvalidMonitor("--basic-auth contains a character a header cannot carry")
+    if monitor.body is not None:
+        if not isinstance(monitor.body, str):
+            raise InvalidMonitor("--body must be text")
+        if monitor.method in ("GET", "HEAD"):
+            raise InvalidMonitor(f"--body needs a method that sends one, e.g. --method POST (not {monitor.method})")
+    if monitor.insecure not in (0, 1):
+        raise InvalidMonitor(f"insecure must be 0 or 1 (got {monitor.insecure!r})")
+    if monitor.ca_file is not None or monitor.insecure:
+        if not monitor.url.lower().startswith("https://"):
+            raise InvalidMonitor(f"{'--ca-file' if monitor.ca_file else '--insecure'} needs an https:// url")
+        if monitor.ca_file is not None and monitor.insecure:
+            raise InvalidMonitor("--ca-file and --insecure contradict each other: give one")
+        if monitor.insecure and monitor.expires_within_sec is not None:
+            raise InvalidMonitor("--expires-within needs a verified certificate: drop --insecure (or use --ca-file)")
+    if monitor.ca_file is not None:
+        _check_ca_file(monitor.ca_file)
+
+
+def _check_headers(monitor: Monitor) -> None:
+    if monitor.headers is None:
+        return
+    if not isinstance(monitor.headers, str) or not monitor.headers:
+        raise InvalidMonitor("--header is empty")
+    for line in monitor.headers.split("\n"):
+        name, colon, value = line.partition(":")
+        name = name.strip()
+        if not colon or not _TOKEN.match(name):
+            raise InvalidMonitor("--header must be 'Name: value' with a name of letters, digits and -")
+        if line_breaker(value):
+            raise InvalidMonitor(f"--header {name}: the value contains a character a header cannot carry")
+        if name.lower() in _RESERVED or (name.lower() == "authorization" and monitor.basic_auth is not None):
+            raise InvalidMonitor(f"--header {name} is set by monitor-tick itself")
+
+
+def _check_ca_file(path: str) -> None:
+    if not isinstance(path, str) or not path:
+        raise InvalidMonitor("--ca-file is empty")
+    try:
+        ssl_context_for((path, False))
+    except ssl.SSLError:
+        raise InvalidMonitor(f"--ca-file {path}: not a PEM file of certificates") from None
+    except OSError as exc:
+        raise InvalidMonitor(f"--ca-file {path}: {exc.strerror or 'cannot be read'}") from None

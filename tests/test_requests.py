@@ -1,0 +1,215 @@
+"""Requests as real setups need them (issue 14): headers, basic auth, methods with a body, a home
+lab's own CA and --insecure, carried by both transports (aiohttp's by default, httpx's own under
+--block-private); ${ENV_VAR} references resolved by the tick and never printed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor_tick.core import clock
+from monitor_tick.core.redact import redact_settings
+from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.probes.guard import AddressGuard
+from tests.conftest import add
+from tests.servers import LocalServer, make_ca, self_signed_cert, valid_cert
+
+MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
+SECRET = "s3cret-Pa55"
+TOKEN = "tok-0123456789abcdef"
+
+# None: the default transport (aiohttp); a guard that blocks only a documentation network sends
+# the bytes through httpx's own transport, with 127.0.0.1 allowed
+TRANSPORTS = {"aiohttp": None, "httpx": AddressGuard(blocked=["192.0.2.0/24"])}
+
+
+def cli(db: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60, env={**os.environ, **(env or {})}
+    )
+
+
+def tick(db_path: str, guard: AddressGuard | None) -> dict[int, tuple[str, str | None]]:
+    report = run_tick(TickOptions(db_path, retry_delay_s=0, budget_s=6, guard=guard))
+    assert report.invalid == [] and report.refused == [], (report.invalid, report.refused)
+    return {r.monitor_id: (r.status, r.cause) for r in report.results}
+
+
+@pytest.mark.parametrize("guard", TRANSPORTS.values(), ids=TRANSPORTS.keys())
+def test_headers_basic_auth_method_and_body_reach_the_server(
+    guard: AddressGuard | None,
+    local_server: LocalServer,
+    conn: sqlite3.Connection,
+    db_path: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("MT_TEST_TOKEN", TOKEN)
+    monkeypatch.setenv("MT_TEST_PASSWORD", SECRET)
+    add(
+        conn,
+        local_server.url("/ok"),
+        method="POST",
+        headers="X-Api-Key: ${MT_TEST_TOKEN}\nAccept: application/json",
+        basic_auth="ops:${MT_TEST_PASSWORD}",
+        body='{"probe": "${MT_TEST_TOKEN}"}',
+    )
+    add(conn, local_server.url("/status/204"), method="DELETE", basic_auth="ops:literal-pass")
+    assert tick(db_path, guard) == {1: ("up", None), 2: ("up", None)}
+    by_path = {r.path: r for r in local_server.requests}
+    post, delete = by_path["/ok"], by_path["/status/204"]
+    assert (post.method, post.path) == ("POST", "/ok")
+    assert post.headers["x-api-key"] == TOKEN and post.headers["accept"] == "application/json"
+    assert post.headers["authorization"] == "Basic " + base64.b64encode(f"ops:{SECRET}".encode()).decode()
+    assert post.body == json.dumps({"probe": TOKEN}).encode()
+    assert (delete.method, delete.headers["authorization"], delete.body) == (
+        "DELETE",
+        "Basic " + base64.b64encode(b"ops:literal-pass").decode(),
+        b"",
+    )
+
+
+@pytest.mark.parametrize("guard", TRANSPORTS.values(), ids=TRANSPORTS.keys())
+def test_a_home_labs_own_ca_and_insecure_verify_per_monitor(
+    guard: AddressGuard | None, conn: sqlite3.Connection, db_path: str
+) -> None:
+    """Three HTTPS servers: one with a certificate from a CA of the lab's own, one self-signed.
+    The tick's default trust (the system's CAs) knows neither; --ca-file and --insecure change
+    only their own monitor, and the default-trust monitor of the same lab stays refused."""
+    lab_ca = make_ca()
+    lab = valid_cert(lab_ca)
+    own = self_signed_cert()
+    with LocalServer(tls=lab.server_context) as lab_server, LocalServer(tls=own.server_context) as own_server:
+        add(conn, lab_server.url("/ok"), name="lab-ca", ca_file=lab.ca_pem, expires_within_sec=86_400)
+        add(conn, own_server.url("/ok"), name="insecure", insecure=True)
+        add(conn, lab_server.url("/ok"), name="default-trust")
+        add(conn, own_server.url("/ok"), name="lab-ca-for-another", ca_file=lab.ca_pem)
+        assert tick(db_path, guard) == {
+            1: ("up", None),
+            2: ("up", None),
+            3: ("down", "tls: certificate not trusted"),
+            4: ("down", "tls: self-signed certificate"),
+        }
+
+
+def test_secrets_are_never_printed_and_a_missing_variable_is_a_configuration_error(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    db = str(tmp_path / "m.db")
+    minute = clock.minute_of_ms(clock.now_ms())
+    hour_start = minute - minute % 60  # the minute configuration errors are said in
+    added = cli(
+        db,
+        "add",
+        local_server.url("/ok"),
+        "--name",
+        "api",
+        "--every",
+        "1m",
+        "--method",
+        "post",
+        "--header",
+        "X-Api-Key: ${MT_TEST_TOKEN}",
+        "--header",
+        f"X-Literal: {TOKEN}",
+        "--basic-auth",
+        f"ops:{SECRET}",
+        "--body",
+        f"password={SECRET}",
+    )
+    assert (added.returncode, added.stderr) == (0, "")
+    raw = sqlite3.connect(db)
+    raw.execute("UPDATE monitors SET created_at_ms = 0")
+    raw.commit()
+    raw.close()
+    # the tick's environment holds the variable: the check is up and nothing is printed
+    done = cli(db, "--minute", str(hour_start - 60), "--json", "--retry-delay", "0", env={"MT_TEST_TOKEN": TOKEN})
+    assert done.returncode == 0 and done.stderr == ""
+    assert json.loads(done.stdout)["results"][0]["status"] == "up"
+    assert local_server.requests[-1].headers["x-api-key"] == TOKEN
+    printed = [done.stdout]
+    # without it: not down, not recorded, said on stderr (hourly), and counted as invalid
+    missing = cli(db, "--minute", str(hour_start), "--json", "--retry-delay", "0")
+    assert missing.returncode == 0
+    assert (
+        missing.stderr
+        == "monitor-tick: monitor 1 skipped: cannot be probed here: environment variable MT_TEST_TOKEN is not set\n"
+    )
+    assert json.loads(missing.stdout)["results"] == [] and json.loads(missing.stdout)["invalid"] == 1
+    quiet = cli(db, "--minute", str(hour_start + 1), "--retry-delay", "0")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    listed = cli(db, "list", "--json", env={"MT_TEST_TOKEN": TOKEN})
+    row = json.loads(listed.stdout)[0]
+    assert row["method"] == "POST"
+    assert row["headers"] == "X-Api-Key: ${MT_TEST_TOKEN}\nX-Literal: ***"
+    assert (row["basic_auth"], row["body"]) == ("ops:***", "***")
+    for command in (["list"], ["report"], ["report", "--json"], ["--dry-run", "--json"]):
+        printed.append(cli(db, *command, env={"MT_TEST_TOKEN": TOKEN}).stdout)
+    printed += [listed.stdout, missing.stdout, missing.stderr]
+    for text in printed:
+        assert SECRET not in text and TOKEN not in text
+
+
+def test_list_says_plainly_when_a_monitor_does_not_verify_tls(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    assert cli(db, "add", "https://nas.lan:8443/", "--name", "nas", "--insecure").returncode == 0
+    assert cli(db, "add", "https://example.org/", "--name", "site").returncode == 0
+    lines = cli(db, "list").stdout.splitlines()
+    assert lines[1].endswith("INSECURE: TLS not verified") and "nas" in lines[1]
+    assert "INSECURE" not in lines[2]
+
+
+@pytest.mark.parametrize(
+    ("args", "refusal"),
+    [
+        (["--method", "BREW"], "method must be one of GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS (got 'BREW')"),
+        (["--body", "x"], "--body needs a method that sends one, e.g. --method POST (not GET)"),
+        (["--header", "no colon"], "--header must be 'Name: value' with a name of letters, digits and -"),
+        (["--header", "Host: other"], "--header Host is set by monitor-tick itself"),
+        (["--basic-auth", "nopassword"], "--basic-auth must be USER:PASSWORD"),
+        (["--ca-file", "/nonexistent/ca.pem"], "--ca-file /nonexistent/ca.pem: No such file or directory"),
+        (["--insecure", "--ca-file", "X"], "--ca-file and --insecure contradict each other: give one"),
+        (
+            ["--insecure", "--expires-within", "7d"],
+            "--expires-within needs a verified certificate: drop --insecure (or use --ca-file)",
+        ),
+    ],
+)
+def test_add_refuses_requests_it_cannot_send(tmp_path: Path, args: list[str], refusal: str) -> None:
+    refused = cli(str(tmp_path / "m.db"), "add", "https://example.org/", *args)
+    assert (refused.returncode, refused.stderr) == (2, f"monitor-tick: {refusal}\n")
+
+
+def test_a_ca_file_that_is_not_pem_is_refused_without_quoting_it(tmp_path: Path) -> None:
+    bogus = tmp_path / "ca.pem"
+    bogus.write_text(f"not a certificate {SECRET}\n")
+    refused = cli(str(tmp_path / "m.db"), "add", "https://example.org/", "--ca-file", str(bogus))
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        f"monitor-tick: --ca-file {bogus}: not a PEM file of certificates\n",
+    )
+
+
+def test_redacted_settings_keep_names_users_and_references() -> None:
+    shown = redact_settings(
+        {
+            "url": "https://u:p@h/x?token=abc",
+            "headers": "Authorization: Bearer ${API_TOKEN}\nX-Key: abc",
+            "basic_auth": "ops:${PASS}",
+            "body": None,
+            "keyword": "ok",
+        }
+    )
+    assert shown == {
+        "url": "https://***@h/x?token=***",
+        "headers": "Authorization: Bearer ${API_TOKEN}\nX-Key: ***",
+        "basic_auth": "ops:${PASS}",
+        "body": None,
+        "keyword": "ok",
+    }
