@@ -404,7 +404,7 @@ def test_a_failing_canary_marks_even_one_failed_check_as_our_own_outage(
     conn: sqlite3.Connection, db_path: str, offline_dns: str
 ) -> None:
     add(conn, f"http://only{offline_dns}/", name="only", retries=0)
-    store.set_setting(conn, store.CANARY_SETTING, f"http://127.0.0.1:{refused_port()}/")
+    store.set_setting(conn, store.CANARY_SETTING, f"http://router{offline_dns}/")
     assert tick(db_path, "2026-12-01T00:00:05Z").network_lost
     assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
 
