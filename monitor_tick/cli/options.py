@@ -22,6 +22,9 @@ from monitor_tick.core.tick import (
     DEFAULT_CATCH_UP_MINUTES,
     DEFAULT_CONCURRENCY,
     DEFAULT_RETRY_DELAY_S,
+    IN_FLIGHT_PER_WORKER,
+    MAX_BUDGET_S,
+    SLOT_HOLD_SHARE,
 )
 
 DEFAULT_DB = "monitor-tick.db"
@@ -67,7 +70,15 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
     TickOption("dry_run", ("--dry-run",), bool, False, "List what is due; probe and write nothing."),
     TickOption("as_json", ("--json",), bool, False, "Print JSON instead of text."),
     TickOption(
-        "concurrency", ("--concurrency",), int, DEFAULT_CONCURRENCY, "Probes in flight at once.", low=1, high=1000
+        "concurrency",
+        ("--concurrency",),
+        int,
+        DEFAULT_CONCURRENCY,
+        "Probes started at once: each of this many workers starts the next probe when its last "
+        f"one ended or has run {SLOT_HOLD_SHARE * DEFAULT_BUDGET_S:g}s (a hanging host runs on to its "
+        f"own timeout). At most {IN_FLIGHT_PER_WORKER}x this many probes are in flight.",
+        low=1,
+        high=1000,
     ),
     TickOption(
         "force",
@@ -99,7 +110,9 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         ("--budget",),
         str,
         f"{DEFAULT_BUDGET_S:g}s",
-        "Stop probing after this long; unfinished probes count as unknown, not down.",
+        f"Stop probing after this long (at most {MAX_BUDGET_S:g}s); unfinished probes count as "
+        "unknown, not down. A monitor whose --timeout is not below it is not probed: a "
+        "configuration error, said once an hour.",
     ),
     TickOption(
         "block_private",
