@@ -111,8 +111,8 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         str,
         f"{DEFAULT_BUDGET_S:g}s",
         f"Stop probing after this long (at most {MAX_BUDGET_S:g}s); unfinished probes count as "
-        "unknown, not down. A monitor whose --timeout is not below it is not probed: a "
-        "configuration error, said once an hour.",
+        "unknown, not down. A monitor whose --timeout is not below it could never end as a "
+        "timeout: a configuration error, said once an hour.",
     ),
     TickOption(
         "block_private",

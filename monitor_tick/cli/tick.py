@@ -104,7 +104,7 @@ def _run_tick(
         return fail_line(str(exc))
     for monitor_id, cause in report.skipped_to_say():
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
-    for line in report.auto_paused_lines():
+    for line in [*report.unfit_lines(budget_s), *report.auto_paused_lines()]:
         _err(f"monitor-tick: {line}")
     for warning in tick_warnings(report):
         _err(f"monitor-tick: {warning}")

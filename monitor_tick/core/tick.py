@@ -109,6 +109,18 @@ class TickReport:
             "results": self.results_json(),
         }
 
+    def unfit_lines(self, budget_s: float) -> list[str]:
+        """Once an hour, one line per due monitor whose timeout does not fit in `budget_s`: were
+        its host to hang, it would be cut off as unknown tick after tick, never down. That is the
+        configuration's error, said, never a silent unknown."""
+        return [
+            f"monitor {m.id}: its --timeout {m.timeout_s:g}s does not fit the tick's --budget "
+            f"{budget_s:g}s: a host that never answers would be unknown, never down; lower one or raise the other"
+            for m in self.due
+            if m.timeout_s >= budget_s
+            and schedule.is_hourly_report_minute(self.minute, m.effective_interval_sec // clock.S_PER_MINUTE)
+        ]
+
     def skipped_to_say(self) -> list[tuple[int, str]]:
         """The rows skipped as configuration errors to say on stderr in this tick: every
         invalid row, and each refused one once an hour (its probe is refused every time)."""
@@ -235,7 +247,8 @@ def run_tick(options: TickOptions) -> TickReport:
             now_ms,
             force=options.force,
             catch_up_minutes=options.catch_up_minutes if live else 0,
-            reclaim_missed=live,
+            # rows claimed by a clock ahead of ours by more than a tick can run (ahead_after_ms)
+            reclaim_after_ms=_ahead_after_ms(now_ms, 0, options) if live else None,
         )
         if claim is None:
             return TickReport(minute, now_ms, claimed=False)
@@ -243,16 +256,15 @@ def run_tick(options: TickOptions) -> TickReport:
         rows = select_due_rows(conn, minutes, now_ms, replay=not live)
         created_ms = {int(row["id"]): int(row["created_at_ms"]) for row in rows}
         good, bad = split_rows(rows)
-        probed, refused = _set_unfitting_aside(good, options.budget_s)
-        recent = store.recent_rollups(conn, [m.id for m in probed]) if probed else {}
+        recent = store.recent_rollups(conn, [m.id for m in good]) if good else {}
         budget_s = max(min(options.budget_s, left_s(NETWORK_DEADLINE_S - CANARY_TIMEOUT_S)), 0.0)
-        loaded = read_for_kinds(conn, probed)
+        loaded = read_for_kinds(conn, good)
         tick_options = dataclasses.replace(options, budget_s=budget_s)
-        probes = _probe(probed, tick_options, now_ms, loaded, recent) if probed else []
-        results = [CheckResult.of(m.id, p) for m, p in zip(probed, probes, strict=True)]
+        probes = _probe(good, tick_options, now_ms, loaded, recent) if good else []
+        results = [CheckResult.of(m.id, p) for m, p in zip(good, probes, strict=True)]
+        refused: list[tuple[int, str]] = []
         if options.guard is not None:
-            results, refusals = _set_refusals_aside(results)
-            refused += refusals
+            results, refused = _set_refusals_aside(results)
         network_lost = False
         if results:
             policy = _alert_policy()
@@ -268,9 +280,7 @@ def run_tick(options: TickOptions) -> TickReport:
             recordable = [r for r in results if rerun.may_record(r.monitor_id, created_ms[r.monitor_id])]
         # a live tick: no later tick can have counted a check after this (it started after our
         # clock reading, and at most our run time and one wait for the write lock ago)
-        ahead_after_ms = None
-        if live:
-            ahead_after_ms = now_ms + duration_ms + clock.s_to_ms(options.busy_timeout_s) + clock.MS_PER_MINUTE
+        ahead_after_ms = _ahead_after_ms(now_ms, duration_ms, options) if live else None
         summary = store.write_results(
             conn,
             minutes,
@@ -317,17 +327,11 @@ def run_tick(options: TickOptions) -> TickReport:
     )
 
 
-def _set_unfitting_aside(monitors: list[Monitor], budget_s: float) -> tuple[list[Monitor], list[tuple[int, str]]]:
-    """(monitors to probe, (id, cause) of those whose timeout does not fit in `budget_s`): a
-    hanging host among them could never end as `timeout`, only cut off as unknown, tick after
-    tick. That is the configuration's error (said hourly, like a refusal), never a silent unknown."""
-    fit = [m for m in monitors if m.timeout_s < budget_s]
-    unfit = [
-        (m.id, f"its --timeout {m.timeout_s:g}s does not fit the tick's --budget {budget_s:g}s")
-        for m in monitors
-        if m.timeout_s >= budget_s
-    ]
-    return fit, unfit
+def _ahead_after_ms(now_ms: int, duration_ms: int, options: TickOptions) -> int:
+    """A run whose clock read later than this was under a clock ahead of ours: no run can have
+    started after our reading by more than our own run time, a wait for the write lock and a
+    minute."""
+    return now_ms + duration_ms + clock.s_to_ms(options.busy_timeout_s) + clock.MS_PER_MINUTE
 
 
 def _set_refusals_aside(results: list[CheckResult]) -> tuple[list[CheckResult], list[tuple[int, str]]]:

@@ -4,6 +4,7 @@ healthy monitors beside them are never cut off because of them (issue 10, items 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 
 from typer.testing import CliRunner
@@ -109,18 +110,24 @@ def test_twenty_times_concurrency_hanging_hosts_never_keep_healthy_ones_from_bei
     assert all(rollup(conn, m) == (4, 0) for m in healthy)
 
 
-def test_a_monitor_whose_timeout_does_not_fit_the_budget_is_a_configuration_error_not_unknown(
+def test_a_monitor_whose_timeout_does_not_fit_the_budget_is_said_hourly_as_a_configuration_error(
     conn: sqlite3.Connection, db_path: str, local_server: LocalServer
 ) -> None:
-    # it could never end as `timeout` when its host hangs, only cut off as unknown, for ever
+    # a hanging host could never end as `timeout`, only cut off as unknown, for ever: never silently
     monitor = add(conn, local_server.url("/hang"), name="slow", timeout_s=5, retries=0)
-    report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, budget_s=3, retry_delay_s=0))
-    assert report.results == []
-    assert report.refused == [(monitor, "its --timeout 5s does not fit the tick's --budget 3s")]
-    assert report.as_json()["invalid"] == 1
-    assert local_server.hits.total == 0
-    assert [m.id for m in report.due] == [monitor]
-    assert report.skipped_to_say() == report.refused  # once an hour: minute 0 of the hour is one
+    said = []
+    for minute in (MINUTE, MINUTE + 1):  # the first minute of an hour, and the next
+        result = CliRunner().invoke(
+            app, ["--db", db_path, "--minute", str(minute), "--budget", "1s", "--retry-delay", "0", "--json"]
+        )
+        assert result.exit_code == 0, result.stderr
+        assert json.loads(result.stdout)["unknown"] == 1
+        said.append(result.stderr)
+    assert said == [
+        f"monitor-tick: monitor {monitor}: its --timeout 5s does not fit the tick's --budget 1s: a host that never "
+        "answers would be unknown, never down; lower one or raise the other\n",
+        "",
+    ]
 
 
 def test_a_budget_above_its_bound_is_refused(db_path: str) -> None:
