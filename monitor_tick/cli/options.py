@@ -68,7 +68,13 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         high=clock.LAST_MINUTE,
     ),
     TickOption("dry_run", ("--dry-run",), bool, False, "List what is due; probe and write nothing."),
-    TickOption("as_json", ("--json",), bool, False, "Print JSON instead of text."),
+    TickOption(
+        "as_json",
+        ("--json",),
+        bool,
+        False,
+        "Print JSON instead of text: up/down/unknown count the checks recorded, results every check made.",
+    ),
     TickOption(
         "concurrency",
         ("--concurrency",),
@@ -86,7 +92,8 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         bool,
         False,
         "Run even if this minute was already run: probe and report what is due, but record only "
-        "what its run did not (monitors it cut off or added since), never a check twice.",
+        "what its run did not (monitors it cut off or added since), never a check twice. "
+        "--json's up/down/unknown count what is recorded; its results list every check.",
     ),
     TickOption(
         "retry_delay",
