@@ -142,3 +142,20 @@ def test_a_lost_network_sets_aside_only_the_checks_that_never_reached_their_host
         (no_name, "unknown", "network lost (dns)"),
     }
     assert conn.execute("SELECT monitor_id, cause FROM incidents").fetchall() == [(broken_page, "status 503")]
+
+
+def test_when_the_one_home_server_dies_incidents_open_and_alerts_go_out(conn: sqlite3.Connection, db_path: str) -> None:
+    """Ten services on one host, no canary: the host goes away (its connections are refused)."""
+    home = LocalServer().start()
+    monitors = [add(conn, home.url(f"/ok?n={n}"), name=f"app{n}", retries=0) for n in range(10)]
+    with JsonReceiver() as rx:
+        store.add_channel(conn, rx.apprise_url(), monitor_ref=None, owner_name=None, created_at_ms=0)
+        for n, when in enumerate(("00:00:05", "00:01:05", "00:02:05")):
+            if n == 1:
+                home.stop()
+            with freeze_time(f"2026-12-01T{when}Z", real_asyncio=True):
+                report = run_tick(TickOptions(db_path=db_path, retry_delay_s=0))
+            assert not report.network_lost
+        assert rx.titles() == ["DOWN: 10 monitors"]
+    incidents = conn.execute("SELECT monitor_id, state, cause FROM incidents ORDER BY monitor_id").fetchall()
+    assert incidents == [(m, "confirmed", "connect refused") for m in monitors]
