@@ -18,6 +18,7 @@ from freezegun import freeze_time
 from monitor_tick import store
 from monitor_tick.alerts import notify
 from monitor_tick.core import clock
+from monitor_tick.core import tick as tick_module
 from monitor_tick.core.model import AlertSettings, Monitor
 from monitor_tick.core.tick import TickOptions, TickReport, run_tick
 from tests.conftest import add
@@ -404,7 +405,7 @@ def test_a_failing_canary_marks_even_one_failed_check_as_our_own_outage(
     conn: sqlite3.Connection, db_path: str, offline_dns: str
 ) -> None:
     add(conn, f"http://only{offline_dns}/", name="only", retries=0)
-    store.set_setting(conn, store.CANARY_SETTING, f"http://127.0.0.1:{refused_port()}/")
+    store.set_setting(conn, store.CANARY_SETTING, f"http://router{offline_dns}/")
     assert tick(db_path, "2026-12-01T00:00:05Z").network_lost
     assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
 
@@ -455,3 +456,18 @@ def test_apprise_is_imported_only_when_there_is_something_to_send(
     assert done.stdout.split() == ["up" if status == 200 else "down", str(imported)]
     assert done.stderr == ""
     assert len(rx.messages) == int(imported)
+
+
+def test_notifications_that_do_not_fit_the_ticks_network_deadline_wait_for_the_next_tick(
+    site: Site, rx: JsonReceiver, conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    add_alerting(conn, site.url("api"), "api", alert_after_checks=1)
+    channel(conn, rx.apprise_url())
+    site.set("api", 503)
+    with monkeypatch.context() as late:
+        late.setattr(tick_module, "MIN_PHASE_S", tick_module.NETWORK_DEADLINE_S + 1)  # never that much left
+        report = tick(db_path, "2026-12-01T00:00:05Z")
+    assert report.summary is not None and len(report.summary.confirmed) == 1
+    assert report.delivery is None and rx.posts == 0 and deliveries(conn) == [("pending", 0)]
+    tick(db_path, "2026-12-01T00:01:05Z")
+    assert rx.titles() == ["DOWN: api"]

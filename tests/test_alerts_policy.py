@@ -186,21 +186,33 @@ def test_without_a_canary_no_tick_is_offline_however_its_checks_failed(checks: l
 @pytest.mark.parametrize(
     ("checks", "canary", "lost"),
     [
-        (results("dns"), "down", True),  # the canary decides, even for one check
-        (results(*["dns"] * 10), "up", False),  # the canary answered: the sites are down
-        (results("status 503"), "down", False),  # nothing failed at network level
+        (results("dns"), "dns", True),  # the canary decides, even for one check
+        (results("dns"), "connect error", True),
+        # the canary got an answer (a 404, a 503, a refusal): our network works, whatever it said
+        (results("dns"), "status 404", False),
+        (results("dns", "connect error"), "status 503", False),
+        (results("dns"), "connect refused", False),
+        (results(*["dns"] * 10), None, False),  # the canary answered: the sites are down
+        (results("status 503"), "dns", False),  # nothing failed at network level
         # refused or reset: the remote host answered, so our network works
-        (results(*["connect refused"] * 5, "connection reset", "tcp: connect refused"), "down", False),
+        (results(*["connect refused"] * 5, "connection reset", "tcp: connect refused"), "dns", False),
     ],
 )
-def test_a_canary_decides_whether_the_network_was_lost(checks: list[CheckResult], canary: str, lost: bool) -> None:
-    assert policy.network_lost(checks, CheckResult(0, canary, None, None, None)) is lost  # type: ignore[arg-type]
+def test_a_canary_decides_whether_the_network_was_lost(
+    checks: list[CheckResult], canary: str | None, lost: bool
+) -> None:
+    """`canary`: the canary's cause when it was down, None when it was up."""
+    assert policy.network_lost(checks, results(canary)[0]) is lost
 
 
-def test_an_offline_ticks_down_checks_count_neither_way_and_its_up_checks_stay() -> None:
-    assert policy.offline(results("dns", None)) == [
+def test_an_offline_tick_sets_aside_only_checks_that_never_reached_their_host() -> None:
+    # a 503, a missing keyword or a refusal is an answer from the site: it stays down
+    assert policy.offline(results("dns", None, "status 503", "tcp: connect error", "connect refused")) == [
         CheckResult(0, "unknown", None, None, "network lost (dns)"),
         CheckResult(1, "up", None, None, None),
+        CheckResult(2, "down", None, None, "status 503"),
+        CheckResult(3, "unknown", None, None, "network lost (tcp: connect error)"),
+        CheckResult(4, "down", None, None, "connect refused"),
     ]
 
 

@@ -38,12 +38,13 @@ def monitor(monitor_id: int, timeout_s: float = 10.0) -> Monitor:
 LAST_MINUTE_MS = clock.minute_start_ms(MINUTE - 1)  # checked in the previous due minute (every 1m)
 
 
-def test_the_slowest_expected_probes_start_first() -> None:
-    monitors = [monitor(1), monitor(2), monitor(3, timeout_s=7), monitor(4), monitor(5)]
-    recent = {1: (0, 40), 2: (0, 5_000), 3: (1, None), 4: (0, None), 5: (0, 60)}
+def test_monitors_that_were_up_start_first_slowest_first_and_those_that_failed_last() -> None:
+    monitors = [monitor(1), monitor(2), monitor(3, timeout_s=7), monitor(4), monitor(5), monitor(6, timeout_s=3)]
+    recent = {1: (0, 40), 2: (0, 5_000), 3: (1, None), 4: (0, None), 5: (0, 60), 6: (2, 20)}
     recent = {m: (*values, LAST_MINUTE_MS) for m, values in recent.items()}
-    # 3 failed last hour: it may take its whole 7 s deadline; 4 has no latency (0), last
-    assert [monitors[i].id for i in start_order(monitors, recent, MINUTE)] == [3, 2, 5, 1, 4]
+    # 4 has no latency (0): last of those that were up. 3 and 6 failed last hour (a hanging host
+    # may take its whole deadline): after every monitor that was up, the longest timeout first
+    assert [monitors[i].id for i in start_order(monitors, recent, MINUTE)] == [2, 5, 1, 4, 3, 6]
 
 
 def test_without_history_probes_start_in_monitor_order() -> None:
@@ -51,7 +52,7 @@ def test_without_history_probes_start_in_monitor_order() -> None:
     assert start_order(monitors, {}, MINUTE) == [0, 1, 2, 3, 4]
 
 
-def test_monitors_whose_previous_due_check_was_not_decided_start_first_longest_waiting_first() -> None:
+def test_monitors_whose_previous_due_check_was_not_decided_start_next_longest_waiting_first() -> None:
     monitors = [monitor(i) for i in range(1, 7)]
     recent = {
         1: (0, 5_000, LAST_MINUTE_MS),  # slow, checked in its previous due minute
@@ -59,8 +60,9 @@ def test_monitors_whose_previous_due_check_was_not_decided_start_first_longest_w
         3: (0, 10, LAST_MINUTE_MS - 120_000),  # cut off the last two minutes
         5: (0, 10, LAST_MINUTE_MS + 5_000),  # checked during the previous minute
     }
-    # 4 and 6 were never checked (new, or cut off every time so far): they wait longest
-    assert [monitors[i].id for i in start_order(monitors, recent, MINUTE)] == [4, 6, 3, 2, 1, 5]
+    # 1 and 5 were decided (up) and start first; 4 and 6 were never checked (new, or cut off
+    # every time so far): of the undecided, they wait longest
+    assert [monitors[i].id for i in start_order(monitors, recent, MINUTE)] == [1, 5, 4, 6, 3, 2]
 
 
 def test_probe_all_keeps_at_most_concurrency_in_flight_starts_in_order_and_returns_in_monitor_order(
@@ -137,3 +139,33 @@ def test_a_tick_probes_last_hours_slowest_monitor_first(
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
         run_tick(TickOptions(db_path=db_path, retry_delay_s=0, concurrency=1, transport=respx_transport()))
     assert seen == ["slow.test", "fast.test"]
+
+
+def test_hanging_probes_give_their_worker_away_but_never_more_than_max_in_flight_run_at_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    in_flight = 0
+    most = 0
+    never = asyncio.Event()
+
+    async def hang(m: Monitor, ctx: ProbeContext) -> ProbeResult:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await never.wait()  # a host that never answers; the budget ends the test
+        raise AssertionError("unreachable")
+
+    monkeypatch.setitem(PROBES, "http", dataclasses.replace(PROBES["http"], probe=hang))
+    results = asyncio.run(
+        probe_all(
+            [monitor(i) for i in range(1, 41)],
+            ProbeContext(None, 0, None),  # type: ignore[arg-type]
+            concurrency=2,
+            retry_delay_s=0,
+            budget_s=0.5,
+            slot_hold_s=0.01,  # 50 holds fit the budget: uncapped, all 40 would start
+            max_in_flight=8,
+        )
+    )
+    assert most == 8
+    assert {r.status for r in results} == {"unknown"}

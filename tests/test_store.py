@@ -166,7 +166,8 @@ def test_housekeeping_auto_pauses_long_outages_and_drops_old_rollups(conn: sqlit
     long_down = add(conn, "http://127.0.0.1/a")
     short_down = add(conn, "http://127.0.0.1/b")
     day_ms = clock.MS_PER_DAY
-    _write(conn, MINUTE, [CheckResult(long_down, "down", None, None, "timeout")])
+    for minute in (MINUTE, MINUTE + 1):  # confirmed: a suspected incident never auto-pauses
+        _write(conn, minute, [CheckResult(long_down, "down", None, None, "timeout")])
     now_ms = T0_MS + 8 * day_ms
     _write(conn, clock.minute_of_ms(now_ms - day_ms), [CheckResult(short_down, "down", None, None, "timeout")])
     paused, deleted = store.housekeep(conn, now_ms, auto_pause_after_ms=7 * day_ms, retention_ms=2 * day_ms)

@@ -163,22 +163,25 @@ def is_network_failure(result: CheckResult) -> bool:
 
 def network_lost(results: Sequence[CheckResult], canary: CheckResult | None = None) -> bool:
     """Whether this tick's failures are the probe host's own lost network: only on positive
-    evidence, a canary check (probed when some check failed at network level) that failed too.
-    Without a canary nothing is set aside, however many checks failed alike: one home server
-    losing power, or the DNS of the one domain all monitors live under, looks just the same."""
+    evidence, a canary check (probed when some check failed at network level) that failed at
+    network level too. A canary that answered -- a 404, a 503, a refusal -- proves our network
+    works. Without a canary nothing is set aside, however many checks failed alike: one home
+    server losing power, or the DNS of the one domain all monitors live under, looks the same."""
     if canary is None:
         return False
-    return canary.status == "down" and any(is_network_failure(r) for r in results)
+    return is_network_failure(canary) and any(is_network_failure(r) for r in results)
 
 
 OFFLINE_CAUSE = "network lost"
 
 
 def offline(results: Sequence[CheckResult]) -> list[CheckResult]:
-    """The results of a tick whose network was lost: down checks become unknown (counted
-    neither way, so they open nothing); up checks are real answers and stay."""
+    """The results of a tick whose network was lost: checks that never reached their host become
+    unknown (counted neither way, so they open nothing); up checks, and down checks that got an
+    answer (a 503, a missing keyword, a refusal), are real answers and stay."""
     return [
-        replace(r, status="unknown", cause=f"{OFFLINE_CAUSE} ({r.cause})") if r.status == "down" else r for r in results
+        replace(r, status="unknown", cause=f"{OFFLINE_CAUSE} ({r.cause})") if is_network_failure(r) else r
+        for r in results
     ]
 
 

@@ -48,8 +48,17 @@ def db_path(ctx: typer.Context, db: str | None) -> str:
 
 def shown_name(name: str) -> str:
     """A name for a text table: whole, with anything unprintable (a row stored before names were
-    checked) as '?'."""
-    return "".join(ch if ch.isprintable() else "?" for ch in name)
+    checked) escaped as Python does (\\u200b, \\x1b) and a backslash doubled, so that two names
+    never look the same."""
+    return "".join(_shown_char(ch) for ch in name)
+
+
+def _shown_char(ch: str) -> str:
+    if ch == "\\":
+        return "\\\\"
+    if ch.isprintable():
+        return ch
+    return ch.encode("unicode_escape").decode("ascii")
 
 
 def connect(path: str) -> store.Connection:

@@ -22,6 +22,9 @@ from monitor_tick.core.tick import (
     DEFAULT_CATCH_UP_MINUTES,
     DEFAULT_CONCURRENCY,
     DEFAULT_RETRY_DELAY_S,
+    IN_FLIGHT_PER_WORKER,
+    MAX_BUDGET_S,
+    SLOT_HOLD_SHARE,
 )
 
 DEFAULT_DB = "monitor-tick.db"
@@ -65,9 +68,23 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         high=clock.LAST_MINUTE,
     ),
     TickOption("dry_run", ("--dry-run",), bool, False, "List what is due; probe and write nothing."),
-    TickOption("as_json", ("--json",), bool, False, "Print JSON instead of text."),
     TickOption(
-        "concurrency", ("--concurrency",), int, DEFAULT_CONCURRENCY, "Probes in flight at once.", low=1, high=1000
+        "as_json",
+        ("--json",),
+        bool,
+        False,
+        "Print JSON instead of text: up/down/unknown count the checks recorded, results every check made.",
+    ),
+    TickOption(
+        "concurrency",
+        ("--concurrency",),
+        int,
+        DEFAULT_CONCURRENCY,
+        "Probes started at once: each of this many workers starts the next probe when its last "
+        f"one ended or has run {SLOT_HOLD_SHARE * DEFAULT_BUDGET_S:g}s (a hanging host runs on to its "
+        f"own timeout). At most {IN_FLIGHT_PER_WORKER}x this many probes are in flight.",
+        low=1,
+        high=1000,
     ),
     TickOption(
         "force",
@@ -75,7 +92,8 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         bool,
         False,
         "Run even if this minute was already run: probe and report what is due, but record only "
-        "what its run did not (monitors it cut off or added since), never a check twice.",
+        "what its run did not (monitors it cut off or added since), never a check twice. "
+        "--json's up/down/unknown count what is recorded; its results list every check.",
     ),
     TickOption(
         "retry_delay",
@@ -99,7 +117,9 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         ("--budget",),
         str,
         f"{DEFAULT_BUDGET_S:g}s",
-        "Stop probing after this long; unfinished probes count as unknown, not down.",
+        f"Stop probing after this long (at most {MAX_BUDGET_S:g}s); unfinished probes count as "
+        "unknown, not down. A monitor whose --timeout is not below it could never end as a "
+        "timeout: a configuration error, said once an hour.",
     ),
     TickOption(
         "block_private",

@@ -16,7 +16,7 @@ from monitor_tick.cli.options import DEFAULT_DB, STATUS_TITLE_ENVVAR
 from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor
 from monitor_tick.core.redact import redact_url
-from monitor_tick.core.tick import MinuteNotYet, TickOptions, TickReport, due_now, run_tick
+from monitor_tick.core.tick import MAX_BUDGET_S, MinuteNotYet, TickOptions, TickReport, due_now, run_tick
 
 if TYPE_CHECKING:
     import httpx
@@ -75,6 +75,8 @@ def _run_tick(
     try:
         delay_s = _duration_s(retry_delay, "--retry-delay", zero_is_none=True)
         budget_s = _duration_s(budget, "--budget")
+        if budget_s > MAX_BUDGET_S:  # a tick ends inside its minute (core/tick.py)
+            raise ValueError(f"--budget: at most {MAX_BUDGET_S:g}s (got {budget})")
         busy_timeout_s = _duration_s(busy_timeout, "--busy-timeout")
     except ValueError as exc:
         return fail_line(str(exc), 2)
@@ -102,7 +104,7 @@ def _run_tick(
         return fail_line(str(exc))
     for monitor_id, cause in report.skipped_to_say():
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
-    for line in report.auto_paused_lines():
+    for line in [*report.unfit_lines(budget_s), *report.auto_paused_lines()]:
         _err(f"monitor-tick: {line}")
     for warning in tick_warnings(report):
         _err(f"monitor-tick: {warning}")

@@ -1,13 +1,14 @@
-"""Probe many monitors at once: `concurrency` started at a time, continuously (a slow host
-holds one slot, never a batch, and a hanging one only for `slot_hold_s`), and even a bug in one
-probe is that monitor's failed check, never the tick's.
+"""Probe many monitors at once: `concurrency` workers start probes continuously (a slow host
+holds one worker, never a batch, and a hanging one only for `slot_hold_s`), never more than
+`max_in_flight` running at once, and even a bug in one probe is that monitor's failed check,
+never the tick's.
 
-`concurrency` workers take the next monitor as soon as they are free, so the tick's makespan
-is close to max(sum of latencies / concurrency, slowest latency) when the slowest probes start
-first. The tick hands them over in the order of `start_order`: first the monitors whose
-previous due check was never decided (cut off by the budget, or new), longest waiting first,
-so no monitor is cut off tick after tick; then the slowest expected first, from the newest
-rollup hour.
+Workers take the next monitor as soon as they are free, so the tick's makespan is close to
+max(sum of latencies / concurrency, slowest latency) when the slowest probes start first. The
+tick hands them over in the order of `start_order`: the monitors that were up first (a hanging
+host never keeps them waiting), then those whose previous due check was never decided (cut off
+by the budget, or new), longest waiting first, so no monitor is cut off tick after tick; then
+those that failed.
 """
 
 from __future__ import annotations
@@ -149,21 +150,30 @@ async def probe_all(
     budget_s: float | None = None,
     order: Iterable[int] | None = None,
     slot_hold_s: float | None = None,
+    max_in_flight: int | None = None,
 ) -> list[ProbeResult]:
     """One result per monitor, in the order of `monitors`; `order` (indexes into `monitors`,
-    each once) is the order in which probes start, default first to last. A probe still running
-    after `slot_hold_s` gives its slot to the next monitor and runs on to its own deadline (None:
-    it holds its slot to the end). Probes still running, or not yet started, when `budget_s`
-    runs out are cancelled and come back `unknown`: our limit, not an outage."""
+    each once) is the order in which probes start, default first to last. `concurrency` workers
+    each start the next probe when theirs ended or has run `slot_hold_s` (None: at its end); a
+    probe that gave its slot away runs on to its own deadline. At most `max_in_flight` probes
+    (default `concurrency`) run at once: a worker waits for one to end before starting another.
+    Probes still running, or not yet started, when `budget_s` runs out are cancelled and come
+    back `unknown`: our limit, not an outage."""
     results: list[ProbeResult | None] = [None] * len(monitors)
     pending = iter(range(len(monitors)) if order is None else order)
     probes: list[asyncio.Future[None]] = []
+    # file descriptors and the resolver's threads are finite: a probe holds both until its end
+    in_flight = asyncio.Semaphore(max_in_flight or concurrency)
 
     async def probe(index: int) -> None:
-        results[index] = await _probe_one(monitors[index], ctx, retry_delay_s)
+        try:
+            results[index] = await _probe_one(monitors[index], ctx, retry_delay_s)
+        finally:
+            in_flight.release()
 
     async def worker() -> None:
         for index in pending:  # shared: each index is taken by exactly one worker
+            await in_flight.acquire()
             task = asyncio.ensure_future(probe(index))
             probes.append(task)
             # a hanging host would otherwise keep healthy monitors queued behind it until the
@@ -203,21 +213,24 @@ def start_order(monitors: Sequence[Monitor], recent: dict[int, tuple[int, int | 
     """Indexes of `monitors` in the order their probes start in `minute`.
 
     `recent` maps a monitor id to (failures, latency_ms_max, last_check_ms) of its newest rollup
-    hour. First the monitors whose previous due check was not decided -- no check since the
-    start of the minute one interval back: cut off by the budget, never checked, or monitor-tick
-    was not running -- the longest waiting first, so a monitor cut off once starts early next
-    time and none is cut off for ever. Then the rest, the probes expected to take longest first
-    (longest-processing-time-first keeps the makespan near its lower bound): a monitor that
-    failed in that hour may take its whole deadline (a hanging host), so it counts as its
-    timeout, the others as their slowest latency."""
+    hour. Three groups, each whole before the next:
+    1. monitors whose previous due check was decided and that have no failure in their newest
+       hour: they were up, and cost milliseconds, so a host that hangs never keeps them waiting;
+       the slowest first (longest-processing-time-first keeps the makespan near its bound);
+    2. monitors whose previous due check was not decided -- no check since the start of the
+       minute one interval back: cut off by the budget, never checked, or monitor-tick was not
+       running -- the longest waiting first, so none is cut off for ever;
+    3. monitors that failed in their newest hour (a hanging host among them): each counts as its
+       whole timeout, the longest first."""
     minute_start_ms = clock.minute_start_ms(minute)
 
-    def key(index: int) -> tuple[bool, float, int]:
+    def key(index: int) -> tuple[int, float, int]:
         monitor = monitors[index]
         failures, latency_ms_max, last_check_ms = recent.get(monitor.id, (0, None, -1))
         if last_check_ms < minute_start_ms - clock.s_to_ms(monitor.effective_interval_sec):
-            return (False, last_check_ms, index)  # undecided: oldest last check first
-        expected_ms = clock.s_to_ms(monitor.timeout_s) if failures else latency_ms_max or 0
-        return (True, -expected_ms, index)
+            return (2, last_check_ms, index)  # undecided: oldest last check first
+        if failures:
+            return (3, -monitor.timeout_s, index)
+        return (1, -(latency_ms_max or 0), index)
 
     return sorted(range(len(monitors)), key=key)

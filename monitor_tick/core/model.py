@@ -201,16 +201,39 @@ def line_breaker(text: str) -> str | None:
     return None
 
 
+def invisible(text: str) -> str | None:
+    """What in `text` cannot be seen, as a short phrase; None when everything can. Format
+    characters (zero-width spaces and joiners, bidi overrides, soft hyphens) -- except a joiner
+    inside an emoji sequence (👩‍💻) -- and private-use or unassigned code points: two names
+    that differ only by one would look the same in every table, page and badge."""
+    for i, ch in enumerate(text):
+        category = unicodedata.category(ch)
+        if category == "Cf" and not _joins_emoji(text, i):
+            return f"an invisible format character (U+{ord(ch):04X})"
+        if category in ("Co", "Cn"):
+            return f"a private-use or unassigned character (U+{ord(ch):04X})"
+    return None
+
+
+def _joins_emoji(text: str, i: int) -> bool:
+    """A zero-width joiner between two symbols (a variation selector or modifier may follow the
+    first): it draws one emoji out of two."""
+    if text[i] != "\u200d" or i == 0 or i + 1 == len(text):
+        return False
+    return unicodedata.category(text[i - 1]) in ("So", "Sk", "Mn") and unicodedata.category(text[i + 1]) == "So"
+
+
 def check_name(name: str, what: str = "name", *, may_be_number: bool = True) -> None:
     """A name as a user sets it (a monitor's, a plan's, an owner's): shown on one line in tables,
     pages and badges. Raises InvalidMonitor. Monitor names (`may_be_number` False) must not be all
     digits: `pause 42` reads 42 as an id (store.monitor_id), so such a name could not be used."""
     if not name.strip():
         raise InvalidMonitor(f"{what} is empty or only whitespace")
-    problem = line_breaker(name)
+    problem = line_breaker(name) or invisible(name)
     if problem:
         raise InvalidMonitor(f"{what} contains {problem}")
-    if not may_be_number and name.isdigit():
+    # isdecimal, as int() reads it: "٤٢" is 42, but "²" is no number (isdigit says it is)
+    if not may_be_number and name.isdecimal():
         raise InvalidMonitor(f"{what} {name!r} is all digits, which reads as a monitor id; choose another")
 
 

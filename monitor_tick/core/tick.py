@@ -28,13 +28,24 @@ if TYPE_CHECKING:
 DEFAULT_CONCURRENCY = 50
 DEFAULT_RETRY_DELAY_S = 2.0
 DEFAULT_CATCH_UP_MINUTES = 15
-# Probing stops here. With the network canary (5 s at most), sending notifications (20 s at
-# most) and the --ping-url ping (publish/ping.py, 3 s) a tick ends inside its minute.
-DEFAULT_BUDGET_S = 30.0
-# A probe still running after this share of the budget (2 s of 30 s) gives its slot to the next
+# Probing stops here (--budget, at most MAX_BUDGET_S).
+DEFAULT_BUDGET_S = MAX_BUDGET_S = 30.0
+# A tick ends inside its minute by arithmetic: its network phases (probing, the canary, sending
+# notifications) end within NETWORK_DEADLINE_S of its start, each taking at most what is left
+# (the claim's wait for the write lock comes out of it); its writes after probing wait for
+# another writer's lock only until WRITE_DEADLINE_S; then the --ping-url ping (publish/ping.py,
+# 3 s at most): 55 + 3 s.
+NETWORK_DEADLINE_S = 45.0
+WRITE_DEADLINE_S = 55.0
+CANARY_TIMEOUT_S = 5.0
+MIN_PHASE_S = 1.0  # less time left than this: the canary is not asked, notifications wait a tick
+# A probe still running after this share of the budget (2 s of 30 s) gives its worker to the next
 # monitor and runs on to its deadline: hanging hosts never keep the rest queued until the budget
 # cuts them off. Three such holds and the largest timeout (25 s) still fit the budget.
 SLOT_HOLD_SHARE = 1 / 15
+# Probes in flight at once, per worker (--concurrency): hanging probes that gave their worker
+# away hold a socket and a lookup thread each until their deadline.
+IN_FLIGHT_PER_WORKER = 4
 
 
 @dataclass
@@ -98,6 +109,18 @@ class TickReport:
             "duration_ms": self.duration_ms,
             "results": self.results_json(),
         }
+
+    def unfit_lines(self, budget_s: float) -> list[str]:
+        """Once an hour, one line per due monitor whose timeout does not fit in `budget_s`: were
+        its host to hang, it would be cut off as unknown tick after tick, never down. That is the
+        configuration's error, said, never a silent unknown."""
+        return [
+            f"monitor {m.id}: its --timeout {m.timeout_s:g}s does not fit the tick's --budget "
+            f"{budget_s:g}s: a host that never answers would be unknown, never down; lower one or raise the other"
+            for m in self.due
+            if m.timeout_s >= budget_s
+            and schedule.is_hourly_report_minute(self.minute, m.effective_interval_sec // clock.S_PER_MINUTE)
+        ]
 
     def skipped_to_say(self) -> list[tuple[int, str]]:
         """The rows skipped as configuration errors to say on stderr in this tick: every
@@ -208,6 +231,11 @@ def run_tick(options: TickOptions) -> TickReport:
     Rows that cannot be probed are skipped and listed in `invalid`. A --force rerun of a
     finished minute probes and reports what is due but records only what its run did not."""
     started = time.perf_counter()
+
+    def left_s(deadline_s: float) -> float:
+        """Seconds left until `deadline_s` after the tick's start."""
+        return started + deadline_s - time.perf_counter()
+
     refuse_future_minute(options.minute)
     live = options.minute is None
     now_ms = tick_time_ms(options.minute)
@@ -220,7 +248,8 @@ def run_tick(options: TickOptions) -> TickReport:
             now_ms,
             force=options.force,
             catch_up_minutes=options.catch_up_minutes if live else 0,
-            reclaim_missed=live,
+            # rows claimed by a clock ahead of ours by more than a tick can run (ahead_after_ms)
+            reclaim_after_ms=_ahead_after_ms(now_ms, 0, options) if live else None,
         )
         if claim is None:
             return TickReport(minute, now_ms, claimed=False)
@@ -231,7 +260,10 @@ def run_tick(options: TickOptions) -> TickReport:
         # a monitor this machine or environment cannot probe is a configuration error, said hourly
         usable, refused = _probes().split_usable(good) if good else ([], [])
         recent = store.recent_rollups(conn, [m.id for m in usable]) if usable else {}
-        probes = _probe(usable, options, now_ms, read_for_kinds(conn, usable), recent) if usable else []
+        budget_s = max(min(options.budget_s, left_s(NETWORK_DEADLINE_S - CANARY_TIMEOUT_S)), 0.0)
+        loaded = read_for_kinds(conn, usable)
+        tick_options = dataclasses.replace(options, budget_s=budget_s)
+        probes = _probe(usable, tick_options, now_ms, loaded, recent) if usable else []
         results = [CheckResult.of(m.id, p) for m, p in zip(usable, probes, strict=True)]
         if options.guard is not None:
             results, guard_refused = _set_refusals_aside(results)
@@ -239,9 +271,11 @@ def run_tick(options: TickOptions) -> TickReport:
         network_lost = False
         if results:
             policy = _alert_policy()
-            network_lost = policy.network_lost(results, _probe_canary(conn, results, options, now_ms))
+            canary = _probe_canary(conn, results, options, now_ms, min(CANARY_TIMEOUT_S, left_s(NETWORK_DEADLINE_S)))
+            network_lost = policy.network_lost(results, canary)
             if network_lost:
                 results = policy.offline(results)
+        store.set_busy_timeout(conn, min(options.busy_timeout_s, left_s(WRITE_DEADLINE_S)))
         duration_ms = clock.elapsed_ms(started, time.perf_counter())
         rerun = claim.rerun
         recordable = results
@@ -249,9 +283,7 @@ def run_tick(options: TickOptions) -> TickReport:
             recordable = [r for r in results if rerun.may_record(r.monitor_id, created_ms[r.monitor_id])]
         # a live tick: no later tick can have counted a check after this (it started after our
         # clock reading, and at most our run time and one wait for the write lock ago)
-        ahead_after_ms = None
-        if live:
-            ahead_after_ms = now_ms + duration_ms + clock.s_to_ms(options.busy_timeout_s) + clock.MS_PER_MINUTE
+        ahead_after_ms = _ahead_after_ms(now_ms, duration_ms, options) if live else None
         summary = store.write_results(
             conn,
             minutes,
@@ -269,10 +301,13 @@ def run_tick(options: TickOptions) -> TickReport:
             )
         # after the results are committed; nobody is told anything while our network is down
         delivery = None
-        if not network_lost and store.has_delivery_work(conn, now_ms):
+        sending_s = left_s(NETWORK_DEADLINE_S)
+        if not network_lost and sending_s >= MIN_PHASE_S and store.has_delivery_work(conn, now_ms):
             notify = _alert_sending()
             timeout_s = notify.SEND_TIMEOUT_S if options.notify_timeout_s is None else options.notify_timeout_s
-            delivery = notify.deliver_pending(conn, now_ms, send_timeout_s=timeout_s)
+            store.set_busy_timeout(conn, min(options.busy_timeout_s, left_s(WRITE_DEADLINE_S)))
+            budget = min(notify.DELIVERY_BUDGET_S, sending_s)
+            delivery = notify.deliver_pending(conn, now_ms, send_timeout_s=min(timeout_s, budget), budget_s=budget)
     except store.DatabaseError as exc:
         raise store.StoreError(store.describe_error(exc, options.db_path)) from None
     finally:
@@ -293,6 +328,13 @@ def run_tick(options: TickOptions) -> TickReport:
         network_lost=network_lost,
         delivery=delivery,
     )
+
+
+def _ahead_after_ms(now_ms: int, duration_ms: int, options: TickOptions) -> int:
+    """A run whose clock read later than this was under a clock ahead of ours: no run can have
+    started after our reading by more than our own run time, a wait for the write lock and a
+    minute."""
+    return now_ms + duration_ms + clock.s_to_ms(options.busy_timeout_s) + clock.MS_PER_MINUTE
 
 
 def _set_refusals_aside(results: list[CheckResult]) -> tuple[list[CheckResult], list[tuple[int, str]]]:
@@ -346,6 +388,7 @@ def _probe(
                     budget_s=options.budget_s,
                     order=fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
                     slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
+                    max_in_flight=IN_FLIGHT_PER_WORKER * options.concurrency,
                 )
             finally:
                 await own_tls.aclose()
@@ -356,10 +399,11 @@ def _probe(
 
 
 def _probe_canary(
-    conn: store.Connection, results: list[CheckResult], options: TickOptions, now_ms: int
+    conn: store.Connection, results: list[CheckResult], options: TickOptions, now_ms: int, timeout_s: float
 ) -> CheckResult | None:
-    """Probe the network canary (a setting), only when some check failed at network level."""
-    if not any(_alert_policy().is_network_failure(r) for r in results):
+    """Probe the network canary (a setting), only when some check failed at network level and
+    there is time for it (`timeout_s`)."""
+    if timeout_s < MIN_PHASE_S or not any(_alert_policy().is_network_failure(r) for r in results):
         return None
     url = store.get_setting(conn, store.CANARY_SETTING)
     if url is None:
@@ -371,11 +415,12 @@ def _probe_canary(
         url=url,
         interval_sec=60,
         effective_interval_sec=60,
-        timeout_s=5,
+        timeout_s=timeout_s,
         retries=0,
     )
     # the admin chose the canary: --block-private guards monitors, not it (a router is private)
-    return CheckResult.of(0, _probe([canary], dataclasses.replace(options, guard=None), now_ms, {})[0])
+    canary_options = dataclasses.replace(options, guard=None, budget_s=timeout_s + 1)
+    return CheckResult.of(0, _probe([canary], canary_options, now_ms, {})[0])
 
 
 # ---------------------------------------------------------------------------------------------

@@ -85,6 +85,7 @@ from monitor_tick.store.sqlite import (
     open_read_only,
     read_db,
     schema_sql,
+    set_busy_timeout,
 )
 
 __all__ = [
@@ -97,6 +98,7 @@ __all__ = [
     "open_db",
     "open_read_only",
     "read_db",
+    "set_busy_timeout",
     "backup",
     "integrity_problems",
     "describe_error",

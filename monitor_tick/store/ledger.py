@@ -46,11 +46,13 @@ class Claim:
 MAX_MISSED_MINUTES = 90 * 1_440  # a longer gap is recorded for its last 90 days only
 
 
-# A row recorded as missed by a run whose clock read later than this run's (`:at_ms`): a clock
-# that was ahead claimed minutes that had not come yet. Nothing was probed for it, so a live tick
-# may take it over without counting anything twice (item 9 of issue 10: otherwise one tick under
-# a clock 3 hours ahead leaves the live ticks that follow nothing to do for 3 hours).
-_CLAIMED_AHEAD = ":reclaim AND ticks.missed = 1 AND ticks.started_at_ms > :at_ms"
+# A row claimed by a run whose clock read later than `:ahead_ms` (a live tick's reading plus the
+# longest a tick can run): a clock that was ahead, or ours stepped back. A live tick takes it over,
+# missed, covered or run: otherwise one tick under a clock 3 hours ahead leaves the live ticks
+# that follow nothing to do (item 9 of issue 10), and a clock stepped back goes blind for the step.
+_CLAIMED_AHEAD = ":ahead_ms IS NOT NULL AND ticks.started_at_ms > :ahead_ms"
+# what a take-over clears of the earlier run (the own minute's counts are rewritten by its write)
+_TAKEN_OVER = "finished_at_ms = NULL, unrecorded_ids = NULL, network_lost = 0"
 
 
 def claim_minutes(
@@ -60,25 +62,26 @@ def claim_minutes(
     *,
     force: bool,
     catch_up_minutes: int,
-    reclaim_missed: bool = False,
+    reclaim_after_ms: int | None = None,
 ) -> Claim | None:
     """Claim `minute`, and with `catch_up_minutes` > 0 the unclaimed minutes since the newest
     claimed one: those within the window are covered by this run, older ones recorded as
     missed. None when another run already has `minute`. Each minute is claimed by exactly one
     run, however many race (INSERT ... ON CONFLICT DO NOTHING inside one write transaction).
 
-    `reclaim_missed` (live ticks): minutes recorded as missed by a run whose clock read later
-    than `started_at_ms` count as unclaimed. With `force`, a minute whose run finished is
+    `reclaim_after_ms` (live ticks): minutes claimed by a run whose clock read later than it count
+    as unclaimed. With `force`, a minute whose run finished is
     returned with `rerun` (record only what that run did not); one that never ran or whose run
     died is claimed afresh.
     """
     with write_tx(conn):
         if force:
             return _claim_forced(conn, minute, started_at_ms)
-        params = {"minute": minute, "at_ms": started_at_ms, "reclaim": reclaim_missed}
+        params = {"minute": minute, "at_ms": started_at_ms, "ahead_ms": reclaim_after_ms}
         cursor = conn.execute(
             "INSERT INTO ticks (minute, started_at_ms) VALUES (:minute, :at_ms) ON CONFLICT (minute) "
-            f"DO UPDATE SET started_at_ms = excluded.started_at_ms, missed = 0 WHERE {_CLAIMED_AHEAD}",
+            f"DO UPDATE SET started_at_ms = excluded.started_at_ms, missed = 0, covered_by = NULL, {_TAKEN_OVER} "
+            f"WHERE {_CLAIMED_AHEAD}",
             params,
         )
         if cursor.rowcount != 1:
@@ -134,7 +137,9 @@ _INSERT_RANGE = (
 WITH RECURSIVE r(m) AS (SELECT :first WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last)
 INSERT INTO ticks ({columns}) SELECT {values} FROM r WHERE true
 ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, covered_by = excluded.covered_by,
-  missed = excluded.missed WHERE """
+  missed = excluded.missed, """
+    + _TAKEN_OVER
+    + " WHERE "
     + _CLAIMED_AHEAD
     + "\nRETURNING minute\n"
 )

@@ -32,7 +32,7 @@ def owner_id(conn: Connection, name: str) -> int:
 def monitor_id(conn: Connection, ref: str) -> int:
     """A monitor by id or by name."""
     found = None
-    if ref.isdigit():
+    if ref.isdecimal():  # what int() reads as a number (not "²"), as check_name's all-digit rule
         found = one(conn, "SELECT id FROM monitors WHERE id = ?", (int(ref),))
     if found is None:
         found = one(conn, "SELECT id FROM monitors WHERE name = ?", (ref,))

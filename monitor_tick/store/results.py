@@ -194,12 +194,15 @@ class AutoPaused:
 
 def _auto_pause(conn: Connection, now_ms: int, after_ms: int) -> list[AutoPaused]:
     """Auto-pause the monitors down continuously for longer than `after_ms`, each with a
-    'paused' event to notify: a monitor that stops being probed is never silent."""
+    'paused' event to notify: a monitor that stops being probed is never silent. Only on proof:
+    a confirmed incident (a suspected one is a single down check, then nothing), open for
+    AUTO_PAUSE_MIN_INTERVALS of the monitor's intervals at least (a weekly monitor: 3 weeks)."""
     found = conn.execute(
         "SELECT m.id, m.name, i.id, i.started_at_ms FROM monitors m "
         "JOIN incidents i ON i.monitor_id = m.id AND i.resolved_at_ms IS NULL "
-        "WHERE m.auto_paused = 0 AND i.started_at_ms < ? ORDER BY m.id",
-        (now_ms - after_ms,),
+        "WHERE m.auto_paused = 0 AND i.state = 'confirmed' AND i.started_at_ms < ? "
+        "AND i.started_at_ms < ? - ? * 1000 * m.interval_sec ORDER BY m.id",
+        (now_ms - after_ms, now_ms, AUTO_PAUSE_MIN_INTERVALS),
     ).fetchall()
     for monitor, _, incident_id, _ in found:
         conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id = ?", (monitor,))
@@ -233,6 +236,7 @@ RETENTION_DEFAULT_MS = 400 * MS_PER_DAY
 
 
 AUTO_PAUSE_DEFAULT_MS = 7 * MS_PER_DAY
+AUTO_PAUSE_MIN_INTERVALS = 3
 
 
 def _open_incidents(conn: Connection) -> dict[int, tuple[int, Open]]:

@@ -137,8 +137,13 @@ def _check_header(path: str) -> None:
         raise StoreError(f"not a SQLite database: {path}")
 
 
+def set_busy_timeout(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
+    """From now on, a write waits at most `busy_timeout_s` (>= 0) for another writer's lock."""
+    conn.execute(f"PRAGMA busy_timeout = {int(max(busy_timeout_s, 0) * 1000)}")
+
+
 def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
-    conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+    set_busy_timeout(conn, busy_timeout_s)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
     # a passive checkpoint (it never waits for a reader) after any commit that leaves the -wal

@@ -3,6 +3,7 @@ notification (issue 10, item 5)."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import sqlite3
 import subprocess
@@ -69,3 +70,26 @@ def test_the_upgrade_lets_a_version_1_file_record_a_pause_and_keeps_its_events(t
         assert left.fetchone() == (0,)
     finally:
         conn.close()
+
+
+def test_an_incident_never_confirmed_or_open_for_too_few_intervals_never_auto_pauses(
+    conn: sqlite3.Connection, db_path: str
+) -> None:
+    """One down check eight days ago, then nothing (its ticks stopped, or it was in maintenance),
+    is no week down; nor is a weekly monitor's confirmed outage of eight days (two checks): it
+    must be open for AUTO_PAUSE_MIN_INTERVALS intervals too."""
+    since_ms = clock.minute_start_ms(HOUSEKEEPING) - 8 * clock.MS_PER_DAY
+    down = CheckResult(0, "down", None, None, "connect refused")
+    suspected = add(conn, f"http://127.0.0.1:{refused_port()}/a", name="suspected", retries=0)
+    weekly = add(conn, f"http://127.0.0.1:{refused_port()}/b", name="weekly", retries=0, every_s=7 * 86_400)
+    store.write_results(conn, [], since_ms, [dataclasses.replace(down, monitor_id=suspected)], since_ms)
+    for at_ms in (since_ms, since_ms + 7 * clock.MS_PER_DAY):
+        store.write_results(conn, [], at_ms, [dataclasses.replace(down, monitor_id=weekly)], at_ms)
+    assert conn.execute("SELECT monitor_id, state FROM incidents ORDER BY monitor_id").fetchall() == [
+        (suspected, "suspected"),
+        (weekly, "confirmed"),
+    ]
+    now_ms = clock.minute_start_ms(HOUSEKEEPING)
+    paused, _ = store.housekeep(conn, now_ms, auto_pause_after_ms=store.AUTO_PAUSE_DEFAULT_MS, retention_ms=10**12)
+    assert paused == []
+    assert conn.execute("SELECT count(*) FROM monitors WHERE auto_paused = 1").fetchone() == (0,)

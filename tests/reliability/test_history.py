@@ -125,6 +125,9 @@ def test_forcing_a_minute_three_times_counts_it_once(
             forced = run_tick(TickOptions(db_path=db_path, retry_delay_s=0, budget_s=5, force=True))
             assert forced.claimed  # it probes and reports every due monitor
             assert {r.monitor_id: r.status for r in forced.results} == {up: "up", down: "down", slow: "up", late: "up"}
+            counts = forced.as_json()
+            # --json's counts are what was recorded (said in --help): nothing after the first rerun
+            assert (counts["down"], counts["up"]) == ((0, 2) if second == 20 else (0, 0))
     # what the first run recorded stays as it was; the cut-off and the new monitor are recorded once
     rollups, incidents, events = state(conn)
     assert (rollups, incidents, events) != once

@@ -86,3 +86,76 @@ def test_a_lost_network_with_a_failing_canary_is_still_set_aside(db_path: str, l
         assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
     finally:
         conn.close()
+
+
+def invalid_names_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Names under .invalid fail to resolve (no real resolver is asked)."""
+    real = socket.getaddrinfo
+
+    def lookup(host: object, *args: object, **kwargs: object) -> object:
+        name = host.decode("ascii") if isinstance(host, bytes) else host
+        if isinstance(name, str) and name.endswith(".invalid"):
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+
+
+@pytest.mark.parametrize("canary_status", [404, 503])
+def test_a_canary_that_answers_with_an_error_proves_the_network_works(
+    conn: sqlite3.Connection,
+    db_path: str,
+    local_server: LocalServer,
+    monkeypatch: pytest.MonkeyPatch,
+    canary_status: int,
+) -> None:
+    """The canary answered (an error page, but an answer): our network works, so a name that
+    does not resolve and a page that answers 503 are both the sites' own outages."""
+    invalid_names_fail(monkeypatch)
+    broken_page = add(conn, local_server.url("/status/503"), name="page", retries=0)
+    no_name = add(conn, "http://nonexistent.invalid/", name="name", retries=0)
+    store.set_setting(conn, store.CANARY_SETTING, local_server.url(f"/status/{canary_status}?canary"))
+    with freeze_time("2026-12-01T00:00:05Z", real_asyncio=True):
+        report = run_tick(TickOptions(db_path=db_path, retry_delay_s=0))
+    assert not report.network_lost
+    assert [r.target for r in local_server.requests if "?" in r.target] == [f"/status/{canary_status}?canary"]
+    assert {(r.monitor_id, r.status, r.cause) for r in report.results} == {
+        (broken_page, "down", "status 503"),
+        (no_name, "down", "dns"),
+    }
+
+
+def test_a_lost_network_sets_aside_only_the_checks_that_never_reached_their_host(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The canary's name does not resolve (our resolver is gone), and so does one site's; a
+    site that answered 503 all the same was reached: its outage is real and stays down."""
+    invalid_names_fail(monkeypatch)
+    broken_page = add(conn, local_server.url("/status/503"), name="page", retries=0)
+    no_name = add(conn, "http://site.invalid/", name="name", retries=0)
+    store.set_setting(conn, store.CANARY_SETTING, "http://router.invalid/")
+    with freeze_time("2026-12-01T00:00:05Z", real_asyncio=True):
+        report = run_tick(TickOptions(db_path=db_path, retry_delay_s=0))
+    assert report.network_lost
+    assert {(r.monitor_id, r.status, r.cause) for r in report.results} == {
+        (broken_page, "down", "status 503"),
+        (no_name, "unknown", "network lost (dns)"),
+    }
+    assert conn.execute("SELECT monitor_id, cause FROM incidents").fetchall() == [(broken_page, "status 503")]
+
+
+def test_when_the_one_home_server_dies_incidents_open_and_alerts_go_out(conn: sqlite3.Connection, db_path: str) -> None:
+    """Ten services on one host, no canary: the host goes away (its connections are refused)."""
+    home = LocalServer().start()
+    monitors = [add(conn, home.url(f"/ok?n={n}"), name=f"app{n}", retries=0) for n in range(10)]
+    with JsonReceiver() as rx:
+        store.add_channel(conn, rx.apprise_url(), monitor_ref=None, owner_name=None, created_at_ms=0)
+        for n, when in enumerate(("00:00:05", "00:01:05", "00:02:05")):
+            if n == 1:
+                home.stop()
+            with freeze_time(f"2026-12-01T{when}Z", real_asyncio=True):
+                report = run_tick(TickOptions(db_path=db_path, retry_delay_s=0))
+            assert not report.network_lost
+        assert rx.titles() == ["DOWN: 10 monitors"]
+    incidents = conn.execute("SELECT monitor_id, state, cause FROM incidents ORDER BY monitor_id").fetchall()
+    assert incidents == [(m, "confirmed", "connect refused") for m in monitors]

@@ -10,7 +10,10 @@ import time
 
 import pytest
 
+from monitor_tick.alerts import notify
+from monitor_tick.core import tick
 from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.publish import ping
 from tests.servers import LocalServer
 
 MINUTE = 29_934_720
@@ -115,3 +118,13 @@ def test_a_resolver_that_never_answers_does_not_hold_the_tick(
     causes = {r.monitor_id: (r.status, r.cause) for r in report.results}  # type: ignore[attr-defined]
     assert causes[ok] == ("up", None)
     assert [c for m, c in causes.items() if m != ok] == [("down", "timeout")]
+
+
+def test_a_tick_ends_inside_its_minute_by_arithmetic() -> None:
+    # the network phases share one deadline from the tick's start: the largest budget and the
+    # canary fit it, and notifications take what is left of it (MIN_PHASE_S at least, or none)
+    assert tick.MAX_BUDGET_S + tick.CANARY_TIMEOUT_S <= tick.NETWORK_DEADLINE_S
+    assert notify.DELIVERY_BUDGET_S <= tick.NETWORK_DEADLINE_S
+    # writes after probing wait for the lock until WRITE_DEADLINE_S; then the ping
+    assert tick.NETWORK_DEADLINE_S <= tick.WRITE_DEADLINE_S
+    assert tick.WRITE_DEADLINE_S + ping.PING_TIMEOUT_S < 60

@@ -63,6 +63,13 @@ def monitor_names(db_path: str) -> list[str]:
         ("del\x7f", "control character (U+007F)"),
         ("c1\x85", "control character (U+0085)"),
         ("para\u2029graph", "line or paragraph separator (U+2029)"),
+        # invisible: two names that differ only by one look the same everywhere they are shown
+        ("a\u200bb", "an invisible format character (U+200B)"),
+        ("a\u202eb", "an invisible format character (U+202E)"),  # right-to-left override
+        ("a\u200db", "an invisible format character (U+200D)"),  # a joiner, outside an emoji
+        ("soft\u00adhyphen", "an invisible format character (U+00AD)"),
+        ("private\ue000use", "a private-use or unassigned character (U+E000)"),
+        ("unassigned\u0378", "a private-use or unassigned character (U+0378)"),
         ("   ", "name is empty or only whitespace"),
         ("", "name is empty or only whitespace"),
         ("42", "all digits"),
@@ -87,10 +94,28 @@ def test_plan_and_owner_names_are_refused_alike(db_path: str, command: list[str]
 
 
 def test_good_names_are_kept_as_given(db_path: str) -> None:
-    for name in ("api", "Café ☕ status", "build 42", "42b", "👩‍💻 team"):
+    names = ["api", "Café ☕ status", "build 42", "42b", "👩‍💻 team", "👨‍❤️‍👨", "x²"]
+    for name in names:
         result = run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path)
         assert result.returncode == 0, result.stderr
-    assert monitor_names(db_path) == ["api", "Café ☕ status", "build 42", "42b", "👩‍💻 team"]
+    assert monitor_names(db_path) == names
+
+
+def test_a_superscript_digit_is_a_name_not_an_id(db_path: str) -> None:
+    # "²" is a digit to str.isdigit, but no number: it names a monitor, never an internal error
+    assert run("pause", "²", "--db", db_path) == Outcome(1, "", "monitor-tick: no monitor '²'\n")
+    assert run("add", "http://127.0.0.1:9/", "--name", "²", "--db", db_path).returncode == 0
+    assert run("pause", "²", "--db", db_path).returncode == 0
+
+
+def test_names_stored_before_the_rules_are_shown_distinctly(conn: sqlite3.Connection, db_path: str) -> None:
+    stored = ["a\u200bb", "a\u202eb", "a?b", "a\\u200bb", "a\x1bb"]
+    for name in stored:
+        monitor = add(conn, "http://127.0.0.1:9/", name="placeholder")
+        conn.execute("UPDATE monitors SET name = ? WHERE id = ?", (name, monitor))  # as an older version let it
+    out = run("list", "--db", db_path).stdout
+    shown = [line.split()[1] for line in out.splitlines() if line.split()[0].isdigit()]
+    assert shown == ["a\\u200bb", "a\\u202eb", "a?b", "a\\\\u200bb", "a\\x1bb"]
 
 
 def test_list_and_report_show_long_names_whole(db_path: str) -> None:
