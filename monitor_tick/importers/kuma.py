@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
+from monitor_tick.core.clock import format_duration_s
 from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_name, parse_expect
 from monitor_tick.importers import channels
 from monitor_tick.importers.plan import (
@@ -191,7 +192,7 @@ def _monitor(row: dict[str, Any]) -> Planned:
         # Kuma marks it down as soon as a period passes without a push; a grace of one period
         # lets one late push pass, since the heartbeat is judged once per period
         planned.given["grace_sec"] = interval
-        notes.append(f"grace {interval // 60}m (one period) for a late push")
+        notes.append(f"grace {format_duration_s(interval)} (one period) for a late push")
         return planned
     if row.get("timeout") is not None:
         seconds = float(row["timeout"]) if float(row["timeout"]) > 0 else 0.8 * float(row["interval"] or 60)
