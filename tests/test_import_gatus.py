@@ -14,23 +14,13 @@ import pytest
 from monitor_tick import store
 from monitor_tick.importers import gatus
 from monitor_tick.importers.plan import Planned
+from tests.conftest import monitor_rows, run_installed
 
-MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
 CONFIG = Path(__file__).parent / "fixtures" / "gatus_config.yaml"
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(MONITOR_TICK), *args], capture_output=True, text=True, timeout=60)
-
-
-def monitors(db_path: str) -> dict[str, dict[str, object]]:
-    conn = store.open_db(db_path)
-    try:
-        cursor = conn.execute("SELECT m.*, o.name AS owner FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id")
-        names = [c[0] for c in cursor.description]
-        return {row[names.index("name")]: dict(zip(names, row, strict=True)) for row in cursor}
-    finally:
-        conn.close()
+run = run_installed
+monitors = monitor_rows
 
 
 def endpoint(conditions: list[str], url: str = "https://example.org/health", **more: object) -> Planned:

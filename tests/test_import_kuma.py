@@ -14,9 +14,9 @@ import pytest
 
 from monitor_tick import store
 from monitor_tick.probes.heartbeat import token_digest
+from tests.conftest import monitor_rows, run_installed
 from tests.kuma_schema import KUMA_1_23, KUMA_2_0
 
-MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
 PUSH_TOKEN = "uK7x2Qm9Lp"
 
 NOTIFICATIONS = [
@@ -112,18 +112,8 @@ def make_kuma_db(path: Path, schema: str, monitors: list[dict[str, object]] = MO
     return path
 
 
-def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(MONITOR_TICK), *args], capture_output=True, text=True, timeout=60)
-
-
-def monitors(db_path: str) -> dict[str, dict[str, object]]:
-    conn = store.open_db(db_path)
-    try:
-        cursor = conn.execute("SELECT m.*, o.name AS owner FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id")
-        names = [c[0] for c in cursor.description]
-        return {row[names.index("name")]: dict(zip(names, row, strict=True)) for row in cursor}
-    finally:
-        conn.close()
+run = run_installed
+monitors = monitor_rows
 
 
 @pytest.fixture(params=["1.23", "2.0"])
