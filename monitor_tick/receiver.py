@@ -4,6 +4,9 @@ so that jobs on other machines can signal with `curl -fsS http://HOST:PORT/ping/
     GET|POST|HEAD /ping/TOKEN         the job ran and succeeded
                   /ping/TOKEN/fail    the job ran and failed
                   /ping/TOKEN/start   the job is starting (the next ping records its duration)
+                  /api/push/TOKEN     Uptime Kuma's push path, so jobs moved from Kuma need no
+                                      change: `?status=up` (the default) succeeded, any other
+                                      status failed; `msg` and `ping` are read and dropped
 
 It faces an open port, so:
 
@@ -30,6 +33,7 @@ import re
 import signal
 import sqlite3
 from collections.abc import Callable
+from urllib.parse import parse_qs
 
 from monitor_tick import store
 from monitor_tick.core import clock
@@ -40,6 +44,8 @@ REQUEST_DEADLINE_S = 10.0
 MAX_CONNECTIONS = 256
 METHODS = ("GET", "POST", "HEAD")
 PING_PATH = re.compile(r"/ping/([A-Za-z0-9_-]{1,128})(?:/(fail|start))?/?")
+# Kuma's push tokens (10 characters in 1.23, 32 in 2.0) are alphanumeric
+KUMA_PUSH_PATH = re.compile(r"/api/push/([A-Za-z0-9_-]{1,128})/?")
 _DIGITS = re.compile(r"[0-9]{1,9}")
 
 
@@ -106,12 +112,12 @@ class Receiver:
             return REFUSED, False
         if int(length):
             await reader.readexactly(int(length))  # a body (e.g. a job's log) is read and dropped
-        match = PING_PATH.fullmatch(target.split("?", 1)[0])
-        if match is None:
+        found = ping_of(target)
+        if found is None:
             return REFUSED, method == "HEAD"
         async with self._db_lock:
             try:
-                recorded = await asyncio.to_thread(self._record, match.group(1), match.group(2) or "ok")
+                recorded = await asyncio.to_thread(self._record, *found)
             except (store.StoreError, sqlite3.Error):
                 return BUSY, method == "HEAD"
         return (OK if recorded else REFUSED), method == "HEAD"
@@ -125,6 +131,20 @@ class Receiver:
         except sqlite3.IntegrityError:  # removed a moment ago
             return False
         return True
+
+
+def ping_of(target: str) -> tuple[str, str] | None:
+    """(token, signal) of a request target, or None when it is not a ping."""
+    path, _, query = target.partition("?")
+    match = PING_PATH.fullmatch(path)
+    if match is not None:
+        return match.group(1), match.group(2) or "ok"
+    match = KUMA_PUSH_PATH.fullmatch(path)
+    if match is None:
+        return None
+    # Kuma: `status` other than `up` is DOWN, and a missing one is `up`
+    status = parse_qs(query).get("status", ["up"])[0]
+    return match.group(1), "ok" if status == "up" else "fail"
 
 
 def serve(conn: sqlite3.Connection, host: str, port: int, ready: Callable[[str, int], None]) -> None:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,3 +64,21 @@ def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:
 
 
 from tests.servers import local_server  # noqa: E402,F401  (a started 127.0.0.1 server, for any test)
+
+
+def monitor_rows(db_path: str) -> dict[str, dict[str, object]]:
+    """Every monitor's row by name, with its owner's name as `owner`."""
+    conn = store.open_db(db_path)
+    try:
+        cursor = conn.execute("SELECT m.*, o.name AS owner FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id")
+        names = [c[0] for c in cursor.description]
+        return {row[names.index("name")]: dict(zip(names, row, strict=True)) for row in cursor}
+    finally:
+        conn.close()
+
+
+def run_installed(*args: str) -> subprocess.CompletedProcess[str]:
+    """The installed `monitor-tick` command, as a user runs it."""
+    return subprocess.run(
+        [str(Path(sys.executable).parent / "monitor-tick"), *args], capture_output=True, text=True, timeout=60
+    )

@@ -227,7 +227,8 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio(db_path: str) 
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert done.returncode == 0 and done.stdout == ""
     assert "monitor_tick.core.tick" in imported and "sqlite3" in imported  # the list is real
-    heavy = {"typer", "click", "httpx", "httpcore", "asyncio", "aiohttp", "uvloop", "rich", "pydantic", "anyio"}
+    heavy = {"typer", "click", "httpx", "httpcore", "asyncio", "aiohttp", "uvloop", "rich", "pydantic", "anyio", "yaml"}
     assert not {name.split(".")[0] for name in imported} & heavy
+    assert not any(name.startswith("monitor_tick.importers") for name in imported)
     with sqlite3.connect(db_path) as check:
         assert check.execute("SELECT count(*) FROM ticks WHERE finished_at_ms IS NOT NULL").fetchone()[0] == 1

@@ -22,12 +22,13 @@ from monitor_tick import store
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
 from monitor_tick.core.tick import TickOptions, run_tick
-from monitor_tick.probes.heartbeat import new_token
+from monitor_tick.probes.heartbeat import new_token, token_digest
 from monitor_tick.receiver import MAX_REQUEST_BYTES, REFUSED
 from tests.conftest import add
 
 MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
 UNKNOWN_TOKEN = "A" * 43
+KUMA_TOKEN = "uK7x2Qm9Lp"  # Uptime Kuma 1.23's push tokens: 10 alphanumeric characters
 
 
 @dataclass
@@ -60,6 +61,8 @@ def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
     for name in ("backups", "reports", "gone"):
         tokens[name], digest = new_token()
         ids[name] = add(conn, "heartbeat", name=name, every_s=86_400, token_sha256=digest)
+    tokens["kuma-job"] = KUMA_TOKEN  # a heartbeat imported from Kuma keeps its token
+    ids["kuma-job"] = add(conn, "heartbeat", name="kuma-job", every_s=3600, token_sha256=token_digest(KUMA_TOKEN))
     add(conn, "http://127.0.0.1/site", name="site", every_s=86_400)
     store.remove_monitor(conn, "gone")  # its token must now be as unknown as any other
     conn.close()
@@ -128,6 +131,26 @@ def test_pings_over_http_are_recorded_like_local_ones(receiver: Receiver, client
     assert (head.status_code, head.content) == (200, b"")
     _, _, failed, started, duration_ms = receiver.ping_row("backups")
     assert (failed, started) == (0, None) and isinstance(duration_ms, int)
+
+
+def test_kumas_push_path_records_pings_so_jobs_moved_from_kuma_need_no_change(
+    receiver: Receiver, client: httpx.Client
+) -> None:
+    # the URL Kuma shows for a push monitor: /api/push/TOKEN?status=up&msg=OK&ping=
+    ok = client.get(receiver.url(f"/api/push/{KUMA_TOKEN}?status=up&msg=OK&ping="))
+    assert (ok.status_code, ok.text) == (200, "OK\n")
+    _, first_ms, failed, _, _ = receiver.ping_row("kuma-job")
+    assert isinstance(first_ms, int) and failed == 0
+    # any status but `up` is Kuma's DOWN: a failure ping
+    assert client.get(receiver.url(f"/api/push/{KUMA_TOKEN}?status=down&msg=disk%20full&ping=12.5")).status_code == 200
+    assert receiver.ping_row("kuma-job")[2] == 1
+    # without a status Kuma counts it up; 2.0 takes any method
+    assert client.post(receiver.url(f"/api/push/{KUMA_TOKEN}"), content=b"").status_code == 200
+    assert receiver.ping_row("kuma-job")[2] == 0
+    before = receiver.pings()
+    for path in (f"/api/push/{KUMA_TOKEN[:-1]}", f"/api/push/{KUMA_TOKEN}/fail", "/api/push/", f"/api/{KUMA_TOKEN}"):
+        assert client.get(receiver.url(path)).content == REFUSED.split(b"\r\n\r\n", 1)[1], path
+    assert receiver.pings() == before
 
 
 def test_every_refusal_is_the_same_404_so_the_receiver_never_tells_which_tokens_exist(

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from monitor_tick.cli import backup, heartbeat, monitors, notify, status
+from monitor_tick.cli import backup, heartbeat, importer, monitors, notify, status
 from monitor_tick.cli.options import TICK_OPTIONS, TickOption
 from monitor_tick.cli.tick import run_tick_command
 
@@ -40,6 +40,7 @@ app.add_typer(monitors.plan_app, name="plan")
 app.add_typer(monitors.owner_app, name="owner")
 app.add_typer(monitors.maintenance_app, name="maintenance")
 app.add_typer(notify.notify_app, name="notify")
+app.add_typer(importer.import_app, name="import")
 
 
 def tick_parameter(option: TickOption) -> inspect.Parameter:

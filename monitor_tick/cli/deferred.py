@@ -11,6 +11,7 @@ them; so what only some command lines use is imported here, when one of them nee
     metrics
     alert_policy    the tick's warnings when its network was lost
     ping            threading and urllib (--ping-url)
+    importers       `import`: the importers, Apprise and the probes (PyYAML only for Gatus)
 
 The one other deferred import of the command line is Typer itself, in entry.main.
 """
@@ -70,3 +71,12 @@ def ping() -> ModuleType:
     from monitor_tick.publish import ping
 
     return ping
+
+
+def importers() -> ModuleType:
+    import monitor_tick.importers.apply
+    import monitor_tick.importers.gatus
+    import monitor_tick.importers.kuma
+    import monitor_tick.importers.plan
+
+    return monitor_tick.importers

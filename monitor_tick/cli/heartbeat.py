@@ -56,8 +56,9 @@ def serve(
     db: DbOption = None,
 ) -> None:
     """Receive heartbeat pings over HTTP until stopped (Ctrl-C or SIGTERM): jobs elsewhere run
-    curl -fsS http://HOST:PORT/ping/TOKEN (or .../TOKEN/fail, .../TOKEN/start). Prints the address
-    it listens on; unknown tokens get the same 404 as any other bad request."""
+    curl -fsS http://HOST:PORT/ping/TOKEN (or .../TOKEN/fail, .../TOKEN/start); Uptime Kuma's push
+    path /api/push/TOKEN?status=up|down works too. Prints the address it listens on; unknown tokens
+    get the same 404 as any other bad request."""
     serve_forever = deferred.receiver().serve
     conn = connect(db_path(ctx, db))
 

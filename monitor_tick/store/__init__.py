@@ -12,6 +12,7 @@
     manage.py      plans, owners, monitors, maintenance windows (add, list, pause, remove)
     reads.py       report, status page, badges and metrics: reads only
     pings.py       heartbeat tokens and pings
+    imports.py     monitors brought in from another tool, all in one transaction
 
 Uses the standard library's sqlite3 synchronously: the database is touched before the probes
 start and after they all finish, never while they run, so an idle tick needs no event loop.
@@ -40,6 +41,7 @@ from monitor_tick.store.deliveries import (
     set_setting,
 )
 from monitor_tick.store.due import SELECT_DUE, recent_rollups, select_due
+from monitor_tick.store.imports import ImportedMonitor, existing_names, import_monitors, taken_tokens
 from monitor_tick.store.ledger import Claim, Rerun, claim_minute, claim_minutes
 from monitor_tick.store.manage import (
     add_maintenance,
@@ -151,4 +153,8 @@ __all__ = [
     "heartbeat_id",
     "heartbeat_pings",
     "record_ping",
+    "ImportedMonitor",
+    "existing_names",
+    "import_monitors",
+    "taken_tokens",
 ]

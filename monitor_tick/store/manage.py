@@ -85,24 +85,38 @@ def add_monitor(
             if name_given:
                 raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
             name = f"{monitor.name} ({n})"
-        monitor = replace(monitor, name=name)
         owner = owner_id(conn, owner_name) if owner_name else None
-        values = {column: getattr(monitor, column) for column in _MONITOR_COLUMNS}
-        values["aligned"] = int(monitor.aligned)
-        values.update(
-            owner_id=owner,
-            created_at_ms=created_at_ms,
-            token_sha256=token_sha256,
-            alert_after_checks=alerts.alert_after_checks,
-            resolve_after_checks=alerts.resolve_after_checks,
-            remind_every_sec=alerts.remind_every_sec,
+        return insert_monitor(conn, replace(monitor, name=name), owner, created_at_ms, alerts, token_sha256)
+
+
+def insert_monitor(
+    conn: Connection,
+    monitor: Monitor,
+    owner: int | None,
+    created_at_ms: int,
+    alerts: AlertSettings,
+    token_sha256: bytes | None,
+    *,
+    enabled: bool = True,
+) -> int:
+    """The INSERT of a checked, named monitor, inside the caller's write transaction."""
+    values = {column: getattr(monitor, column) for column in _MONITOR_COLUMNS}
+    values["aligned"] = int(monitor.aligned)
+    values.update(
+        owner_id=owner,
+        enabled=int(enabled),
+        created_at_ms=created_at_ms,
+        token_sha256=token_sha256,
+        alert_after_checks=alerts.alert_after_checks,
+        resolve_after_checks=alerts.resolve_after_checks,
+        remind_every_sec=alerts.remind_every_sec,
+    )
+    # the column names are Monitor's own field names, never user input
+    return inserted_id(
+        conn.execute(
+            f"INSERT INTO monitors ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)})", values
         )
-        # the column names are Monitor's own field names, never user input
-        return inserted_id(
-            conn.execute(
-                f"INSERT INTO monitors ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)})", values
-            )
-        )
+    )
 
 
 def set_paused(conn: Connection, ref: str, paused: bool) -> int:

@@ -1,0 +1,84 @@
+"""`monitor-tick import gatus|uptime-kuma`: monitors from another tool, in one command.
+
+Names are the key: a monitor whose name the database has is left as it is, so a second import
+adds nothing twice. The report lists, per monitor, what was not carried over and why.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from monitor_tick import store
+from monitor_tick.cli import deferred
+from monitor_tick.cli.common import DbOption, connect, db_path, fail, read
+from monitor_tick.core import clock
+
+import_app = typer.Typer(
+    help=(
+        "Bring monitors over from Uptime Kuma (its database) or Gatus (its YAML): each becomes a "
+        "monitor as `add` makes it, and the report says what could not be carried over and why. "
+        "Running it again adds nothing twice (names are the key)."
+    ),
+    no_args_is_help=True,
+)
+
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Say what would be imported and what not; write nothing.")
+]
+
+
+@import_app.command("gatus")
+def import_gatus(
+    ctx: typer.Context,
+    config: Annotated[str, typer.Argument(help="Gatus' configuration file (config.yaml).")],
+    dry_run: DryRunOption = False,
+    db: DbOption = None,
+) -> None:
+    """Import Gatus endpoints (needs PyYAML: pip install 'monitor-tick[gatus]'). Each endpoint's
+    url, method, headers, body, interval (under a minute: one minute), client timeout and the
+    conditions monitor-tick has ([STATUS], [RESPONSE_TIME] <, [CERTIFICATE_EXPIRATION] >, [BODY]
+    and [BODY].path ==, [CONNECTED]) carry over; its group becomes its owner, its alerts channels."""
+    _import(ctx, db, lambda importers: importers.gatus.read(config), dry_run)
+
+
+@import_app.command("uptime-kuma")
+def import_uptime_kuma(
+    ctx: typer.Context,
+    database: Annotated[str, typer.Argument(help="Uptime Kuma's database file (data/kuma.db), opened read-only.")],
+    dry_run: DryRunOption = False,
+    db: DbOption = None,
+) -> None:
+    """Import Uptime Kuma 1.23 or 2.0 monitors: http, keyword, json-query (a plain path ==),
+    port, ping, dns and push (a heartbeat keeping its token: `serve` takes /api/push/TOKEN), with
+    their interval, timeout, statuses, method, headers, body, basic auth, paused state and
+    certificate expiry. Retries become --alert-after; notifications Apprise can send, channels."""
+    _import(ctx, db, lambda importers: importers.kuma.read(database), dry_run)
+
+
+def _import(ctx: typer.Context, db: str | None, reader: Callable[[Any], Any], dry_run: bool) -> None:
+    importers = deferred.importers()
+    try:
+        plan = reader(importers)
+    except importers.plan.ImportProblem as exc:
+        fail(str(exc))
+    path = db_path(ctx, db)
+    now_ms = clock.now_ms()
+    if dry_run:
+        if os.path.exists(path):
+            lines, _ = read(path, lambda conn: importers.apply.run(conn, plan, now_ms, dry_run=True))
+        else:  # nothing to compare with: everything would be added
+            lines, _ = importers.apply.run(None, plan, now_ms, dry_run=True)
+    else:
+        conn = connect(path)
+        try:
+            lines, _ = importers.apply.run(conn, plan, now_ms, dry_run=False)
+        except store.StoreError as exc:
+            fail(str(exc))
+        finally:
+            conn.close()
+    for line in lines:
+        typer.echo(line)

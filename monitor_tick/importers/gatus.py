@@ -1,0 +1,420 @@
+"""Gatus: its YAML configuration (read with PyYAML, the `gatus` extra) as a Plan.
+
+    Gatus endpoint                 monitor-tick
+    http(s)://                     an http(s):// monitor; url, method, headers, body (graphql
+                                   wrapped as Gatus does), interval, client.timeout/insecure
+    tcp://, icmp://, tls://        tcp://, icmp://, tls://
+    a dns: block                   dns://NAME?type=T&server=URL
+    group                          the monitor's owner (monitor groups come with issue 13)
+
+    condition                      option
+    [STATUS] == N, any(..), <, <=, >, >=, !=    --expect (their intersection)
+    [RESPONSE_TIME] < N / <= N                  --max-latency
+    [CERTIFICATE_EXPIRATION] > D                --expires-within D
+    [BODY] == V                    http: --keyword V (contains); dns: expect=V
+    [BODY] == / != pat(*TEXT*)     --keyword / --keyword-absent
+    [BODY].path == V               --json-field path=V (one per monitor)
+    [CONNECTED] == true            implied by every check
+    [DNS_RCODE] == NOERROR         implied by a dns check
+
+An http endpoint without a [STATUS] condition accepts any status, as in Gatus. Everything else
+is listed, per endpoint, with its reason.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_name
+from monitor_tick.importers import channels
+from monitor_tick.importers.plan import (
+    ImportProblem,
+    Plan,
+    Planned,
+    assign_names,
+    confirm_checks,
+    timeout_s,
+    whole_minutes,
+)
+
+SOURCE = "gatus"
+EXTRA = "monitor-tick[gatus]"
+_GO_DURATION = re.compile(r"(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)")
+_GO_UNIT_S = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+_OPERATORS = ("==", "!=", "<=", ">=", ">", "<")  # Gatus' own order of looking for them
+_UNSUPPORTED_SCHEMES = {
+    "sctp": "SCTP",
+    "udp": "UDP (no connection to check)",
+    "starttls": "STARTTLS",
+    "grpc": "gRPC health checks",
+    "grpcs": "gRPC health checks",
+    "ws": "WebSocket",
+    "wss": "WebSocket",
+    "ssh": "SSH commands",
+}
+_SELF = {
+    "storage": "where Gatus keeps results",
+    "web": "Gatus' web server",
+    "ui": "Gatus' dashboard",
+    "metrics": "Gatus' Prometheus endpoint (see --metrics-file)",
+    "security": "Gatus' dashboard login",
+    "concurrency": "Gatus' concurrency",
+    "announcements": "Gatus' dashboard announcements",
+    "maintenance": "a global maintenance window (add one with `maintenance add --owner`)",
+    "skip-invalid-config-update": "Gatus' reloads",
+}
+_STATUS_RANGE = (100, 599)
+
+
+def load_yaml(path: str) -> Any:
+    """The parsed file. Raises ImportProblem (no PyYAML, a missing file, bad YAML)."""
+    try:
+        import yaml  # the `gatus` extra: only this command needs it
+    except ImportError:
+        raise ImportProblem(f"reading Gatus configuration needs PyYAML: pip install '{EXTRA}'") from None
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ImportProblem(f"cannot read {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise ImportProblem(f"{path} is not valid YAML{line}") from None
+
+
+def read(path: str) -> Plan:
+    config = load_yaml(path)
+    if not isinstance(config, dict) or not isinstance(config.get("endpoints"), list):
+        raise ImportProblem(f"{path} is not a Gatus configuration (no `endpoints` list)")
+    return plan_of(config)
+
+
+def go_duration_s(value: object) -> float:
+    """A Go duration ('30s', '1h30m', '500ms') in seconds. Raises ValueError."""
+    text = str(value).strip()
+    pieces = _GO_DURATION.findall(text)
+    if not pieces or "".join(n + u for n, u in pieces) != text:
+        raise ValueError(f"not a duration: {text!r}")
+    return sum(float(n) * _GO_UNIT_S[u] for n, u in pieces)
+
+
+def plan_of(config: dict[str, Any]) -> Plan:
+    plan = Plan(SOURCE)
+    alerting = config.get("alerting") or {}
+    providers = {name: _provider(name, settings) for name, settings in alerting.items()}
+    for endpoint in config["endpoints"]:
+        name = str((endpoint or {}).get("name") or "")
+        try:
+            plan.monitors.append(_endpoint(endpoint, alerting, providers))
+        except channels.Unmapped as exc:
+            plan.skipped.append((name, str(exc)))
+    for external in config.get("external-endpoints") or []:
+        plan.skipped.append(
+            (
+                str(external.get("name") or ""),
+                "an external endpoint is pushed to Gatus' own API; add a heartbeat "
+                "(`monitor-tick add heartbeat`) and point the job at `serve`",
+            )
+        )
+    for key in config:
+        if key in _SELF:
+            plan.notes.append(f"{key}: {_SELF[key]}, not imported")
+        elif key not in ("endpoints", "alerting", "external-endpoints"):
+            plan.notes.append(f"{key}: not a Gatus setting monitor-tick knows, not imported")
+    if any(p.channels for p in plan.monitors):
+        plan.notes.append("send-on-resolved: monitor-tick always tells its channels when an incident resolves")
+    assign_names(plan, "gatus endpoint {}")
+    return plan
+
+
+def _provider(name: str, settings: Any) -> tuple[str | None, str]:
+    """(Apprise URL, '') or (None, why not) for one `alerting.<type>` block."""
+    s = settings if isinstance(settings, dict) else {}
+    try:
+        if name == "slack":
+            return channels.slack(s.get("webhook-url")), ""
+        if name == "discord":
+            return channels.discord(s.get("webhook-url")), ""
+        if name == "telegram":
+            return channels.telegram(s.get("token"), s.get("id"), topic=s.get("topic-id"), api_url=s.get("api-url")), ""
+        if name == "ntfy":
+            return channels.ntfy(s.get("url"), s.get("topic"), priority=s.get("priority"), token=s.get("token")), ""
+        if name == "gotify":
+            return channels.gotify(s.get("server-url"), s.get("token"), s.get("priority")), ""
+        if name == "email":
+            return channels.email(
+                host=s.get("host"),
+                port=s.get("port"),
+                sender=s.get("from"),
+                to=s.get("to"),
+                username=s.get("username"),
+                password=s.get("password"),
+                tls=int(s.get("port") or 0) == 465,
+            ), ""
+        if name == "custom":
+            raise channels.Unmapped("custom: a request template of its own; Apprise sends its own JSON")
+    except channels.Unmapped as exc:
+        return None, str(exc)
+    return None, f"{name}: no Apprise mapping here; add it with `notify add`"
+
+
+def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, tuple[str | None, str]]) -> Planned:
+    url = str(e.get("url") or "")
+    notes: list[str] = []
+    try:
+        seconds = go_duration_s(e.get("interval", "60s"))
+    except ValueError as exc:
+        raise channels.Unmapped(f"interval: {exc}") from None
+    planned = Planned(str(e.get("name") or ""), url, whole_minutes(seconds, notes), notes=notes)
+    planned.enabled = e.get("enabled", True) is not False
+    group = e.get("group")
+    if group:
+        try:
+            check_name(str(group), "owner name")
+            planned.owner = str(group)
+        except InvalidMonitor as exc:
+            notes.append(f"group not carried over as owner: {exc}")
+    kind = _kind(e, url)
+    if kind == "dns":
+        query = e["dns"] or {}
+        server = url.split("://", 1)[-1]
+        params = {"type": str(query.get("query-type") or "A"), "server": server}
+        planned.url = f"dns://{query.get('query-name')}?{urlencode(params)}"
+    client = e.get("client") or {}
+    _client(client, planned, kind)
+    if kind == "http":
+        _request(e, planned)
+    elif e.get("body"):
+        notes.append(f"body not carried over: monitor-tick's {kind} check sends nothing")
+    _conditions([str(c) for c in e.get("conditions") or []], planned, kind)
+    planned.given.pop("expect", None)
+    _alerts(e.get("alerts") or [], alerting, providers, planned)
+    for key in ("maintenance-windows", "ui", "extra-labels"):
+        if e.get(key):
+            notes.append(f"{key} not carried over")
+    return planned
+
+
+def _kind(e: dict[str, Any], url: str) -> str:
+    if e.get("dns"):
+        return "dns"
+    scheme = urlsplit(url).scheme.lower()
+    if scheme in _UNSUPPORTED_SCHEMES:
+        raise channels.Unmapped(f"{scheme}:// ({_UNSUPPORTED_SCHEMES[scheme]}) has no monitor-tick kind")
+    if scheme in ("http", "https"):
+        return "http"
+    if scheme in ("tcp", "icmp", "tls"):
+        return scheme
+    raise channels.Unmapped(f"url {url!r}: not an endpoint type monitor-tick knows")
+
+
+def _client(client: dict[str, Any], planned: Planned, kind: str) -> None:
+    notes = planned.notes
+    if "timeout" in client:
+        try:
+            planned.given["timeout_s"] = timeout_s(go_duration_s(client["timeout"]), notes)
+        except ValueError as exc:
+            notes.append(f"client.timeout not carried over: {exc}")
+    if client.get("insecure"):
+        if kind == "http" and urlsplit(planned.url).scheme == "https":
+            planned.given["insecure"] = True
+        else:
+            notes.append(f"client.insecure not carried over: monitor-tick's {kind} check always verifies")
+    if client.get("ignore-redirect"):
+        notes.append("client.ignore-redirect not carried over: monitor-tick follows up to 5 redirects")
+    for key in sorted(set(client) - {"timeout", "insecure", "ignore-redirect"}):
+        notes.append(f"client.{key} not carried over")
+
+
+def _request(e: dict[str, Any], planned: Planned) -> None:
+    given = planned.given
+    given["method"] = str(e.get("method") or "GET").upper()
+    headers = [(str(k), str(v)) for k, v in (e.get("headers") or {}).items()]
+    body = e.get("body")
+    if body and e.get("graphql"):
+        # Gatus sends a graphql endpoint's body as {"query": BODY}
+        body = json.dumps({"query": str(body)})
+        if not any(k.lower() == "content-type" for k, _ in headers):
+            headers.append(("Content-Type", "application/json"))
+    if body:
+        given["body"] = str(body)
+        if re.search(r"\[(ENDPOINT_NAME|ENDPOINT_GROUP|ENDPOINT_URL|LOCAL_ADDRESS|RANDOM_STRING_\d+)\]", str(body)):
+            planned.notes.append("body placeholders ([ENDPOINT_NAME], ...) are sent as written")
+    if headers:
+        given["headers"] = "\n".join(f"{k}: {v}" for k, v in headers)
+    given["expect_status"] = "100-599"  # Gatus checks a status only when a condition says so
+
+
+def _split(condition: str) -> tuple[str, str, str] | None:
+    for op in _OPERATORS:
+        if f" {op} " in condition:
+            left, right = condition.split(f" {op} ", 1)
+            return left.strip(), op, right.strip()
+    return None
+
+
+def _conditions(conditions: list[str], planned: Planned, kind: str) -> None:
+    statuses = [_STATUS_RANGE]
+    status_seen = False
+    for condition in conditions:
+        parts = _split(condition)
+        reason = "not a condition Gatus reads" if parts is None else _condition(*parts, planned, kind, statuses)
+        if parts is not None and parts[0] == "[STATUS]" and reason is None:
+            status_seen = True
+        if reason:
+            planned.notes.append(f"condition {condition!r} not carried over: {reason}")
+    if status_seen:
+        if not statuses:
+            planned.notes.append("[STATUS] conditions accept no status: 200-399")
+            planned.given.pop("expect_status", None)
+        else:
+            planned.given["expect_status"] = ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in statuses)
+
+
+def _condition(
+    left: str, op: str, right: str, planned: Planned, kind: str, statuses: list[tuple[int, int]]
+) -> str | None:
+    """Carry one condition over; returns why not, or None."""
+    given = planned.given
+    if left == "[CONNECTED]":
+        return None if op == "==" and right == "true" else "only [CONNECTED] == true (every check needs a connection)"
+    if left == "[DNS_RCODE]":
+        if kind == "dns" and op == "==" and right == "NOERROR":
+            return None
+        return "a dns check is up only with NOERROR"
+    if left == "[STATUS]":
+        return _status(op, right, statuses) if kind == "http" else f"a {kind} check has no status"
+    if left == "[RESPONSE_TIME]":
+        if kind not in ("http", "tcp", "tls") or op not in ("<", "<="):
+            return "only [RESPONSE_TIME] < N (--max-latency) on http, tcp and tls"
+        try:
+            limit = int(right) - (1 if op == "<" else 0)
+        except ValueError:
+            return "not a number of milliseconds"
+        if limit >= given.get("timeout_s", 10) * 1000 or limit < 1:
+            return "--max-latency must be shorter than the timeout"
+        given["max_latency_ms"] = limit
+        return None
+    if left == "[CERTIFICATE_EXPIRATION]":
+        https = kind == "http" and urlsplit(planned.url).scheme == "https"
+        if not (https or kind == "tls") or op not in (">", ">="):
+            return "only [CERTIFICATE_EXPIRATION] > D on https:// and tls://"
+        try:
+            seconds = go_duration_s(right) if not right.isdigit() else int(right) / 1000
+        except ValueError as exc:
+            return str(exc)
+        given["expires_within_sec"] = max(1, round(seconds))
+        return None
+    if left == "[DOMAIN_EXPIRATION]":
+        return "monitor-tick does not look up domain registrations (RDAP/WHOIS)"
+    if left == "[IP]":
+        return "monitor-tick does not check the address a name resolves to"
+    if left == "[BODY]":
+        return _body(op, right, planned, kind)
+    if left.startswith("[BODY]."):
+        return _json_field(left[len("[BODY].") :], op, right, given, kind)
+    if left.startswith(("len(", "has(")):
+        return "only the equality of one JSON field (--json-field)"
+    return "no monitor-tick equivalent"
+
+
+def _status(op: str, right: str, statuses: list[tuple[int, int]]) -> str | None:
+    if right.startswith("pat("):
+        return "a pattern of statuses"
+    try:
+        codes = [int(c) for c in right[4:-1].split(",")] if right.startswith("any(") else [int(right)]
+    except ValueError:
+        return "not a status code"
+    if op == "==":
+        allowed = [(c, c) for c in sorted(set(codes))]
+    elif op == "!=" and len(codes) == 1:
+        allowed = [(_STATUS_RANGE[0], codes[0] - 1), (codes[0] + 1, _STATUS_RANGE[1])]
+    elif len(codes) == 1 and op in ("<", "<=", ">", ">="):
+        c = codes[0]
+        allowed = {"<": [(100, c - 1)], "<=": [(100, c)], ">": [(c + 1, 599)], ">=": [(c, 599)]}[op]
+    else:
+        return "any() works only with =="
+    intersected = [(max(a, c), min(b, d)) for a, b in statuses for c, d in allowed if max(a, c) <= min(b, d)]
+    statuses[:] = sorted(intersected)
+    return None
+
+
+def _body(op: str, right: str, planned: Planned, kind: str) -> str | None:
+    given = planned.given
+    if kind == "dns":
+        if op == "==" and not right.startswith(("pat(", "any(", "[")) and "expect" not in given:
+            planned.url += "&" + urlencode({"expect": right})
+            given["expect"] = right  # marks it taken; not a Monitor option (removed in _endpoint)
+            return None
+        return "a dns check compares one record's value (expect=)"
+    if kind != "http":
+        return f"a {kind} check reads no body"
+    pattern = re.fullmatch(r"pat\(\*([^*?\[\]]+)\*\)", right)
+    if pattern and op in ("==", "!="):
+        key = "keyword" if op == "==" else "keyword_absent"
+        if key in given:
+            return f"one --{key.replace('_', '-')} per monitor"
+        given[key] = pattern.group(1)
+        return None
+    if op == "==" and not right.startswith(("pat(", "any(", "[")) and "keyword" not in given:
+        given["keyword"] = right
+        planned.notes.append(f"[BODY] == {right}: the body must contain it (monitor-tick has no whole-body equality)")
+        return None
+    return "patterns other than pat(*TEXT*), and any(), have no monitor-tick equivalent"
+
+
+def _json_field(path: str, op: str, right: str, given: dict[str, Any], kind: str) -> str | None:
+    if kind != "http":
+        return f"a {kind} check reads no JSON"
+    if op != "==" or right.startswith(("pat(", "any(", "[", "len(", "has(")):
+        return "only [BODY].path == VALUE (--json-field)"
+    if "json_field" in given:
+        return "monitor-tick checks one JSON field per monitor"
+    dotted = re.sub(r"\[(\d+)\]", r".\1", path)
+    given["json_field"] = f"{dotted}={right}"
+    return None
+
+
+def _alerts(
+    alerts: list[Any], alerting: dict[str, Any], providers: dict[str, tuple[str | None, str]], planned: Planned
+) -> None:
+    failures: list[int] = []
+    successes: list[int] = []
+    remind: int | None = None
+    for alert in alerts:
+        kind = str((alert or {}).get("type") or "")
+        defaults = ((alerting.get(kind) or {}) if isinstance(alerting.get(kind), dict) else {}).get(
+            "default-alert"
+        ) or {}
+        merged = {**defaults, **alert}
+        if merged.get("enabled", True) is False:
+            planned.notes.append(f"alert {kind}: disabled in Gatus, not imported")
+            continue
+        url, reason = providers.get(kind, (None, f"{kind}: no `alerting.{kind}` settings"))
+        if url is None:
+            planned.notes.append(f"alert {kind} not imported: {reason}")
+            continue
+        if merged.get("provider-override"):
+            planned.notes.append(f"alert {kind}: provider-override not carried over")
+        planned.channels.append((kind, url))
+        failures.append(int(merged.get("failure-threshold", 3)))
+        successes.append(int(merged.get("success-threshold", 2)))
+        if merged.get("minimum-reminder-interval"):
+            try:
+                remind = round(go_duration_s(merged["minimum-reminder-interval"])) or None
+            except ValueError:
+                planned.notes.append(f"alert {kind}: minimum-reminder-interval not carried over")
+    if failures:
+        if len(set(failures)) > 1 or len(set(successes)) > 1:
+            planned.notes.append("alerts with different thresholds: the smallest applies to all")
+        planned.alerts = AlertSettings(
+            alert_after_checks=confirm_checks(min(failures), planned.notes, "failure-threshold"),
+            resolve_after_checks=confirm_checks(min(successes), planned.notes, "success-threshold"),
+            remind_every_sec=remind,
+        )

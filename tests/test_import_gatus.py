@@ -1,0 +1,235 @@
+"""`monitor-tick import gatus`: Gatus configurations in its documented format
+(tests/fixtures/gatus_config.yaml uses only syntax quoted from Gatus' README), imported through
+the installed command into a real SQLite file; the condition rules table-driven."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from monitor_tick import store
+from monitor_tick.importers import gatus
+from monitor_tick.importers.plan import Planned
+from tests.conftest import monitor_rows, run_installed
+
+CONFIG = Path(__file__).parent / "fixtures" / "gatus_config.yaml"
+
+
+run = run_installed
+monitors = monitor_rows
+
+
+def endpoint(conditions: list[str], url: str = "https://example.org/health", **more: object) -> Planned:
+    plan = gatus.plan_of({"endpoints": [{"name": "e", "url": url, "conditions": conditions, **more}]})
+    assert not plan.skipped, plan.skipped
+    return plan.monitors[0]
+
+
+def test_the_documented_example_imports_what_maps_and_lists_the_rest(db_path: str) -> None:
+    done = run("import", "gatus", str(CONFIG), "--db", db_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    rows = monitors(db_path)
+    website = rows["website"]
+    # 30s is under a minute: one minute, with a note
+    assert (website["url"], website["interval_sec"], website["owner"], website["timeout_s"]) == (
+        "https://example.org/health",
+        60,
+        "core",
+        5.0,
+    )
+    assert (website["expect_status"], website["max_latency_ms"], website["expires_within_sec"]) == (
+        "200",
+        499,
+        48 * 3600,
+    )
+    assert website["headers"] == "X-Api-Key: abc123"
+    # the slack alert's default-alert says 3 failures, 2 successes
+    assert (website["alert_after_checks"], website["resolve_after_checks"]) == (3, 2)
+    api = rows["api-json"]
+    assert (api["method"], api["body"], api["expect_status"], api["json_field"], api["interval_sec"]) == (
+        "POST",
+        '{"ping": true}',
+        "200,201",
+        "status=UP",
+        300,
+    )
+    assert rows["keyword-page"]["keyword"] == "Welcome" and rows["keyword-page"]["expect_status"] == "100-299"
+    assert (rows["redis"]["url"], rows["redis"]["owner"]) == ("tcp://10.0.0.5:6379", "internal")
+    assert rows["gateway-ping"]["url"] == "icmp://10.0.0.1"
+    assert rows["dns-a-record"]["url"] == "dns://example.com?type=A&server=8.8.8.8&expect=93.184.215.14"
+    assert (rows["ldaps"]["url"], rows["ldaps"]["expires_within_sec"]) == ("tls://ldap.example.org:636", 48 * 3600)
+    assert rows["disabled-one"]["enabled"] == 0
+    assert set(rows) == {
+        "website",
+        "api-json",
+        "keyword-page",
+        "redis",
+        "gateway-ping",
+        "dns-a-record",
+        "ldaps",
+        "disabled-one",
+    }
+    out = done.stdout
+    for line in (
+        "every 30s is under a minute: every 1m",
+        "condition '[DOMAIN_EXPIRATION] > 720h' not carried over: monitor-tick does not look up domain registrations (RDAP/WHOIS)",
+        "condition 'len([BODY].items) < 100' not carried over",
+        "condition '[BODY].data[0].id == 1' not carried over: monitor-tick checks one JSON field per monitor",
+        "condition '[BODY].version == pat(2.*)' not carried over",
+        "condition '[RESPONSE_TIME] < 100' not carried over: only [RESPONSE_TIME] < N (--max-latency) on http, tcp and tls",
+        "skipped   syslog-udp: udp:// (UDP (no connection to check)) has no monitor-tick kind",
+        "skipped   smtp-starttls: starttls:// (STARTTLS) has no monitor-tick kind",
+        "skipped   ssh-box: ssh:// (SSH commands) has no monitor-tick kind",
+        "skipped   grpc-svc: grpc:// (gRPC health checks) has no monitor-tick kind",
+        "skipped   nightly-backup: an external endpoint is pushed to Gatus' own API",
+        "8 added, 0 already there, 5 skipped, 2 channels",
+    ):
+        assert line in out, line
+    for secret in ("XXXX", "ABC-DEF", "abc123", "hunter2"):
+        assert secret not in out
+    conn = store.open_db(db_path)
+    try:
+        channels = sorted(
+            url for (url,) in conn.execute("SELECT url FROM channels WHERE monitor_id = ?", (website["id"],))
+        )
+    finally:
+        conn.close()
+    assert channels == ["slack://T000/B000/XXXX", "tgram://123456:ABC-DEF/-1001234567890"]
+    again = run("import", "gatus", str(CONFIG), "--db", db_path)
+    assert "0 added, 8 already there, 5 skipped, 0 channels" in again.stdout
+    assert monitors(db_path) == rows
+
+
+@pytest.mark.parametrize(
+    ("conditions", "expect"),
+    [
+        (["[STATUS] == 200"], "200"),
+        (["[STATUS] == any(200, 429)"], "200,429"),
+        (["[STATUS] < 300"], "100-299"),
+        (["[STATUS] >= 200", "[STATUS] <= 299"], "200-299"),
+        (["[STATUS] < 400", "[STATUS] != 301"], "100-300,302-399"),
+        (["[STATUS] > 199", "[STATUS] == any(204, 500)"], "204,500"),
+        ([], "100-599"),  # Gatus checks no status unless told to
+        (["[RESPONSE_TIME] < 500"], "100-599"),
+    ],
+)
+def test_status_conditions_become_accepted_statuses(conditions: list[str], expect: str) -> None:
+    assert endpoint(conditions).given["expect_status"] == expect
+
+
+@pytest.mark.parametrize(
+    ("condition", "option", "value"),
+    [
+        ("[RESPONSE_TIME] < 500", "max_latency_ms", 499),
+        ("[RESPONSE_TIME] <= 500", "max_latency_ms", 500),
+        ("[CERTIFICATE_EXPIRATION] > 48h", "expires_within_sec", 172_800),
+        ("[CERTIFICATE_EXPIRATION] > 720h30m", "expires_within_sec", 2_593_800),
+        ("[BODY] == pat(*Welcome*)", "keyword", "Welcome"),
+        ("[BODY] != pat(*maintenance*)", "keyword_absent", "maintenance"),
+        ("[BODY] == ok", "keyword", "ok"),
+        ("[BODY].data[0].state == UP", "json_field", "data.0.state=UP"),
+        ("[BODY].user.name == john", "json_field", "user.name=john"),
+    ],
+)
+def test_conditions_that_map(condition: str, option: str, value: object) -> None:
+    planned = endpoint([condition])
+    assert planned.given[option] == value
+    assert not any("not carried over" in note for note in planned.notes)
+
+
+@pytest.mark.parametrize(
+    ("condition", "reason"),
+    [
+        ("[DOMAIN_EXPIRATION] > 720h", "domain registrations"),
+        ("[IP] == 127.0.0.1", "address a name resolves to"),
+        ("has([BODY].errors) == false", "one JSON field"),
+        ("[BODY].name == pat(john*)", "[BODY].path == VALUE"),
+        ("[BODY].id == any(1, 2)", "[BODY].path == VALUE"),
+        ("[BODY].age == [BODY].id", "[BODY].path == VALUE"),
+        ("[STATUS] == pat(2*)", "a pattern of statuses"),
+        ("[RESPONSE_TIME] > 10", "only [RESPONSE_TIME] < N"),
+        ("[RESPONSE_TIME] < 20000", "shorter than the timeout"),
+        ("[CONNECTED] == false", "only [CONNECTED] == true"),
+        ("[STATUS]==200", "not a condition Gatus reads"),
+    ],
+)
+def test_conditions_that_do_not_map_are_listed_with_their_reason(condition: str, reason: str) -> None:
+    notes = endpoint([condition]).notes
+    assert len(notes) == 1 and notes[0].startswith(f"condition {condition!r} not carried over: ") and reason in notes[0]
+
+
+def test_intervals_under_a_minute_become_a_minute_and_go_durations_are_read() -> None:
+    assert endpoint([], interval="10s").interval_sec == 60
+    assert endpoint([], interval="10s").notes == ["every 10s is under a minute: every 1m"]
+    assert endpoint([], interval="1h30m").interval_sec == 5400
+    assert endpoint([], interval="90s").notes == ["every 1m30s is not whole minutes: every 2m"]
+    assert endpoint([]).interval_sec == 60  # Gatus' default
+
+
+def test_a_config_that_is_not_gatus_is_one_line(tmp_path: Path, db_path: str) -> None:
+    for name, text, message in (
+        ("list.yaml", "- a\n- b\n", "is not a Gatus configuration (no `endpoints` list)"),
+        ("bad.yaml", "endpoints: [\n", "is not valid YAML (line 2)"),
+    ):
+        path = tmp_path / name
+        path.write_text(text)
+        done = run("import", "gatus", str(path), "--db", db_path)
+        assert (done.returncode, done.stdout, done.stderr) == (1, "", f"monitor-tick: {path} {message}\n")
+    assert monitors(db_path) == {}
+
+
+def test_without_pyyaml_the_error_names_the_extra(tmp_path: Path, db_path: str) -> None:
+    # a fresh interpreter in which `import yaml` fails, as where the extra is not installed
+    script = textwrap.dedent(
+        """
+        import sys
+        sys.modules["yaml"] = None
+        from monitor_tick.cli.entry import main
+        sys.argv = ["monitor-tick", "import", "gatus", sys.argv[1], "--db", sys.argv[2]]
+        main()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(CONFIG), db_path], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == "monitor-tick: reading Gatus configuration needs PyYAML: pip install 'monitor-tick[gatus]'\n"
+
+
+def test_duplicate_and_refused_names_are_renamed_the_same_way_every_time(tmp_path: Path, db_path: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """
+            endpoints:
+              - name: api
+                url: https://a.example.org
+                conditions: ["[STATUS] == 200"]
+              - name: api
+                group: eu
+                url: https://b.example.org
+                conditions: ["[STATUS] == 200"]
+              - name: "2024"
+                url: https://c.example.org
+                conditions: ["[STATUS] == 200"]
+              - name: "api (2)"
+                url: https://d.example.org
+                conditions: ["[STATUS] == 200"]
+            """
+        )
+    )
+    for _ in range(2):
+        done = run("import", "gatus", str(path), "--db", db_path)
+        assert done.returncode == 0, done.stderr
+    rows = monitors(db_path)
+    assert {name: row["url"] for name, row in rows.items()} == {
+        "api": "https://a.example.org",
+        "api (3)": "https://b.example.org",  # 'api (2)' is another endpoint's own name
+        "monitor 2024": "https://c.example.org",
+        "api (2)": "https://d.example.org",
+    }
+    assert "0 added, 4 already there" in done.stdout

@@ -1,0 +1,329 @@
+"""`monitor-tick import uptime-kuma`: Kuma databases built with Kuma's own schema (1.23.17 and
+2.0.2, tests/kuma_schema.py), imported through the installed command into a real SQLite file."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from monitor_tick import store
+from monitor_tick.probes.heartbeat import token_digest
+from tests.conftest import monitor_rows, run_installed
+from tests.kuma_schema import KUMA_1_23, KUMA_2_0
+
+PUSH_TOKEN = "uK7x2Qm9Lp"
+
+NOTIFICATIONS = [
+    (
+        1,
+        "My Telegram",
+        1,
+        1,
+        0,
+        '{"name":"My Telegram","type":"telegram","isDefault":false,"telegramBotToken":"123456:ABC-DEF","telegramChatID":"-1001234567890","telegramSendSilently":false,"telegramProtectContent":false,"applyExisting":false}',
+    ),
+    (
+        2,
+        "ntfy",
+        1,
+        1,
+        0,
+        '{"name":"ntfy","type":"ntfy","isDefault":false,"ntfyserverurl":"https://ntfy.sh","ntfytopic":"alerts","ntfyPriority":5,"ntfyAuthenticationMethod":"none"}',
+    ),
+    (
+        3,
+        "hook",
+        1,
+        1,
+        1,
+        '{"name":"hook","type":"webhook","isDefault":true,"webhookURL":"https://example.org/hook","webhookContentType":"json","webhookAdditionalHeaders":"{\\"X-Token\\":\\"s3cret\\"}"}',
+    ),
+    (
+        4,
+        "Pushover",
+        1,
+        1,
+        0,
+        '{"name":"Pushover","type":"pushover","pushoveruserkey":"u123","pushoverapptoken":"a456"}',
+    ),
+    (
+        5,
+        "mail",
+        1,
+        1,
+        0,
+        '{"name":"mail","type":"smtp","smtpHost":"smtp.example.org","smtpPort":587,"smtpSecure":false,"smtpUsername":"kuma","smtpPassword":"pw","smtpFrom":"kuma@example.org","smtpTo":"ops@example.org"}',
+    ),
+    (
+        6,
+        "custom hook",
+        1,
+        1,
+        0,
+        '{"name":"custom hook","type":"webhook","webhookURL":"https://example.org/c","webhookContentType":"custom","webhookCustomBody":"{{msg}}"}',
+    ),
+]
+
+# (column: value) per monitor, as Kuma's UI stores them; every column exists in both schemas
+# fmt: off
+MONITORS = [
+    dict(id=1, name='site', type='http', url='https://example.org', interval=60, retry_interval=60, maxretries=2, timeout=48, accepted_statuscodes_json='["200-299","301"]', method='GET', headers='{"X-Test":"1"}', active=1, resend_interval=3, expiry_notification=1),
+    dict(id=2, name='api', type='json-query', url='https://api.example.org/health', interval=300, maxretries=0, timeout=10, json_path='$.data.items[0].state', expected_value='ok', method='POST', body='{"ping": 1}', auth_method='basic', basic_auth_user='ops', basic_auth_pass='hunter2', active=1),
+    dict(id=3, name='maintenance banner', type='keyword', url='http://shop.lan/', interval=20, keyword='maintenance', invert_keyword=1, timeout=16, active=0, maxredirects=0),
+    dict(id=4, name='db', type='port', hostname='10.0.0.5', port=5432, interval=60, timeout=48, active=1),
+    dict(id=5, name='router', type='ping', hostname='192.168.1.1', interval=90, timeout=10, active=1),
+    dict(id=6, name='dns', type='dns', hostname='example.org', dns_resolve_type='AAAA', dns_resolve_server='1.1.1.1', port=53, interval=600, timeout=5, active=1),
+    dict(id=7, name='backups', type='push', push_token=PUSH_TOKEN, interval=86400, maxretries=1, active=1),
+    dict(id=8, name='container', type='docker', docker_container='web', interval=60, active=1),
+    dict(id=9, name='Home', type='group', interval=60, active=1),
+    dict(id=10, name='nas', type='http', url='https://nas.lan', interval=60, timeout=8, parent=9, ignore_tls=1, active=1),
+    dict(id=11, name='flipped', type='http', url='https://example.org/down', interval=60, upside_down=1, active=1),
+    dict(id=12, name='site', type='http', url='https://www.example.org', interval=60, timeout=5, active=1),
+    dict(id=13, name='42', type='port', hostname='db2.lan', port=3306, interval=60, timeout=5, active=1),
+    dict(id=14, name='count', type='json-query', url='https://api.example.org/list', interval=60, timeout=5, json_path='$count(items)', expected_value='3', active=1),
+]
+# fmt: on
+
+LINKS = [(1, 1, 1), (2, 1, 3), (3, 2, 2), (4, 4, 4), (5, 10, 5), (6, 10, 6)]
+
+
+def make_kuma_db(path: Path, schema: str, monitors: list[dict[str, object]] = MONITORS) -> Path:
+    conn = sqlite3.connect(path)
+    conn.executescript(schema)
+    conn.execute("INSERT INTO user (id, username, password) VALUES (1, 'admin', 'x')")
+    conn.executemany(
+        "INSERT INTO notification (id,name,active,user_id,is_default,config) VALUES (?,?,?,?,?,?)", NOTIFICATIONS
+    )
+    for row in monitors:
+        conn.execute(
+            f"INSERT INTO monitor ({', '.join(row)}) VALUES ({', '.join('?' for _ in row)})", list(row.values())
+        )
+    conn.executemany("INSERT INTO monitor_notification (id, monitor_id, notification_id) VALUES (?,?,?)", LINKS)
+    conn.execute("INSERT INTO tag (id, name, color) VALUES (1, 'prod', '#f00')")
+    conn.execute("INSERT INTO monitor_tag (monitor_id, tag_id, value) VALUES (1, 1, 'eu')")
+    conn.commit()
+    conn.close()
+    return path
+
+
+run = run_installed
+monitors = monitor_rows
+
+
+@pytest.fixture(params=["1.23", "2.0"])
+def kuma_db(request: pytest.FixtureRequest, tmp_path: Path) -> Path:
+    return make_kuma_db(tmp_path / "kuma.db", KUMA_1_23 if request.param == "1.23" else KUMA_2_0)
+
+
+def test_kuma_monitors_become_monitors_as_add_makes_them(kuma_db: Path, db_path: str) -> None:
+    done = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    rows = monitors(db_path)
+    site = rows["site"]
+    assert (site["kind"], site["url"], site["interval_sec"], site["expect_status"]) == (
+        "http",
+        "https://example.org",
+        60,
+        "200-299,301",
+    )
+    # Kuma's retries count failures before it alerts: --alert-after, not the in-tick --retries
+    assert (site["alert_after_checks"], site["retries"], site["remind_every_sec"]) == (3, 1, 180)
+    assert (site["timeout_s"], site["headers"], site["expires_within_sec"]) == (25.0, "X-Test: 1", 14 * 86400)
+    api = rows["api"]
+    assert (api["method"], api["json_field"], api["basic_auth"], api["body"]) == (
+        "POST",
+        "data.items.0.state=ok",
+        "ops:hunter2",
+        '{"ping": 1}',
+    )
+    assert api["headers"] == "Content-Type: application/json"  # Kuma sent a JSON body as JSON
+    assert api["alert_after_checks"] == 1
+    banner = rows["maintenance banner"]
+    assert (banner["keyword_absent"], banner["keyword"], banner["enabled"], banner["interval_sec"]) == (
+        "maintenance",
+        None,
+        0,
+        60,
+    )
+    assert (rows["db"]["url"], rows["router"]["url"], rows["router"]["interval_sec"]) == (
+        "tcp://10.0.0.5:5432",
+        "icmp://192.168.1.1",
+        120,
+    )
+    assert rows["dns"]["url"] == "dns://example.org?type=AAAA&server=1.1.1.1"
+    nas = rows["nas"]
+    assert (nas["insecure"], nas["owner"], nas["expires_within_sec"]) == (1, "Home", None)
+    # duplicate and refused names: renamed, the same way every time
+    assert rows["site (2)"]["url"] == "https://www.example.org"
+    assert rows["monitor 42"]["url"] == "tcp://db2.lan:3306"
+    assert "container" not in rows and "flipped" not in rows and "Home" not in rows
+    assert rows["count"]["json_field"] is None
+
+
+def test_a_push_monitor_becomes_a_heartbeat_that_keeps_its_kuma_token(kuma_db: Path, db_path: str) -> None:
+    assert run("import", "uptime-kuma", str(kuma_db), "--db", db_path).returncode == 0
+    backups = monitors(db_path)["backups"]
+    assert (backups["kind"], backups["url"], backups["interval_sec"], backups["grace_sec"]) == (
+        "heartbeat",
+        "heartbeat",
+        86400,
+        86400,
+    )
+    assert backups["token_sha256"] == token_digest(PUSH_TOKEN) == hashlib.sha256(PUSH_TOKEN.encode()).digest()
+    assert backups["alert_after_checks"] == 2
+    conn = store.open_db(db_path)
+    try:  # what `serve` looks a ping up by, /api/push/TOKEN included
+        assert store.heartbeat_by_token(conn, token_digest(PUSH_TOKEN)) == backups["id"]
+    finally:
+        conn.close()
+
+
+def test_the_report_lists_every_monitor_and_notification_not_carried_over_with_its_reason(
+    kuma_db: Path, db_path: str
+) -> None:
+    out = run("import", "uptime-kuma", str(kuma_db), "--db", db_path).stdout
+    assert "skipped   container: Kuma type docker (a Docker container's state) has no monitor-tick kind" in out
+    assert "skipped   flipped: upside-down mode (up when the check fails) has no monitor-tick equivalent" in out
+    assert "- renamed from 'site': an earlier monitor has its name" in out
+    assert "- renamed from '42': an all-digit name reads as a monitor id" in out
+    assert (
+        "json query not carried over: only a plain path compared with == maps to --json-field (got '$count(items)' ==)"
+        in out
+    )
+    assert "timeout 48s is above monitor-tick's 25s: 25s" in out
+    assert "every 20s is under a minute: every 1m" in out
+    assert "every 1m30s is not whole minutes: every 2m" in out
+    assert "max redirects 0 not carried over: monitor-tick follows up to 5" in out
+    assert "tags not carried over: prod:eu" in out
+    assert "notification 'Pushover' not imported: Kuma notification type 'pushover' has no Apprise mapping" in out
+    assert "notification 'custom hook' not imported: webhook with a custom body (a Liquid template)" in out
+    assert "11 added, 0 already there, 2 skipped, 4 channels" in out
+    # secrets never shown: tokens, passwords, header values
+    for secret in ("ABC-DEF", "hunter2", "s3cret", PUSH_TOKEN, "pw@"):
+        assert secret not in out
+
+
+def test_notifications_become_channels_attached_as_kuma_attached_them(kuma_db: Path, db_path: str) -> None:
+    assert run("import", "uptime-kuma", str(kuma_db), "--db", db_path).returncode == 0
+    conn = store.open_db(db_path)
+    try:
+        channels = {
+            (name, url)
+            for name, url in conn.execute("SELECT m.name, c.url FROM channels c JOIN monitors m ON m.id = c.monitor_id")
+        }
+    finally:
+        conn.close()
+    assert channels == {
+        ("site", "tgram://123456:ABC-DEF/-1001234567890"),
+        ("site", "jsons://example.org/hook?%2BX-Token=s3cret"),
+        ("api", "ntfys://ntfy.sh/alerts?priority=max"),
+        (
+            "nas",
+            "mailtos://kuma:pw@smtp.example.org:587?smtp=smtp.example.org&from=kuma%40example.org&to=ops%40example.org&mode=starttls",
+        ),
+    }
+
+
+def test_a_second_import_adds_nothing_twice(kuma_db: Path, db_path: str) -> None:
+    assert run("import", "uptime-kuma", str(kuma_db), "--db", db_path).returncode == 0
+    first = monitors(db_path)
+    again = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
+    assert again.returncode == 0
+    assert monitors(db_path) == first
+    assert "0 added, 11 already there" in again.stdout
+    assert "exists    site (2): a monitor of that name is already there; left as is" in again.stdout
+
+
+def test_dry_run_writes_nothing_and_says_what_would_happen(kuma_db: Path, tmp_path: Path) -> None:
+    db_path = str(tmp_path / "new.db")
+    done = run("import", "uptime-kuma", str(kuma_db), "--dry-run", "--db", db_path)
+    assert done.returncode == 0, done.stderr
+    assert "would add site: https://example.org every 1m" in done.stdout
+    assert "11 to add, 0 already there, 2 skipped, 4 channels (dry run: nothing written)" in done.stdout
+    assert not os.path.exists(db_path)
+
+
+def test_the_kuma_database_is_opened_read_only_and_left_as_it_was(kuma_db: Path, db_path: str) -> None:
+    # Kuma runs in WAL mode: leave its newest monitor in the -wal file, as a running (or killed)
+    # Kuma does. A read-write connection closing last would checkpoint it into the main file and
+    # delete the -wal; a read-only one cannot.
+    script = (
+        "import os, sqlite3, sys\n"
+        "c = sqlite3.connect(sys.argv[1]); c.execute('PRAGMA journal_mode=WAL'); c.execute('PRAGMA wal_autocheckpoint=0')\n"
+        "c.execute(\"INSERT INTO monitor (id, name, type, url, interval) VALUES (99, 'late', 'http', 'https://late.example.org', 60)\")\n"
+        "c.commit(); os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", script, str(kuma_db)], check=True, timeout=30)
+    wal = Path(f"{kuma_db}-wal")
+    before = (kuma_db.read_bytes(), wal.read_bytes())
+    done = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
+    assert done.returncode == 0, done.stderr
+    assert "late" in monitors(db_path)  # the -wal was read
+    assert (kuma_db.read_bytes(), wal.read_bytes()) == before
+
+
+def test_kuma_2_conditions_and_operators(tmp_path: Path, db_path: str) -> None:
+    kuma_db = make_kuma_db(
+        tmp_path / "kuma.db",
+        KUMA_2_0,
+        [
+            dict(
+                id=1,
+                name="a-record",
+                type="dns",
+                hostname="example.org",
+                dns_resolve_type="A",
+                dns_resolve_server="9.9.9.9",
+                port=5353,
+                interval=60,
+                active=1,
+                conditions='[{"type":"expression","variable":"record","operator":"equals","value":"192.0.2.1","andOr":"and"}]',
+            ),
+            *(
+                dict(
+                    id=n,
+                    name=name,
+                    type="json-query",
+                    url=f"https://example.org/{n}",
+                    interval=60,
+                    json_path="status",
+                    json_path_operator=operator,
+                    expected_value=value,
+                    active=1,
+                )
+                for n, name, operator, value in ((2, "not-equal", "!=", "DOWN"), (3, "equal", "==", "UP"))
+            ),  # fmt: skip
+        ],
+    )
+    done = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
+    assert done.returncode == 0, done.stderr
+    rows = monitors(db_path)
+    assert rows["a-record"]["url"] == "dns://example.org?type=A&server=9.9.9.9%3A5353&expect=192.0.2.1"
+    assert rows["not-equal"]["json_field"] is None and "(got 'status' !=)" in done.stdout
+    assert rows["equal"]["json_field"] == "status=UP"
+
+
+@pytest.mark.parametrize("content", [b"", b"not a database at all\n" * 100, "monitor-tick"])
+def test_a_file_that_is_not_a_kuma_database_is_one_line(tmp_path: Path, db_path: str, content: bytes | str) -> None:
+    path = tmp_path / "other.db"
+    if content == "monitor-tick":
+        store.open_db(str(path)).close()  # a real SQLite file, but ours
+    else:
+        path.write_bytes(content)  # type: ignore[arg-type]
+    done = run("import", "uptime-kuma", str(path), "--db", db_path)
+    assert done.returncode == 1 and done.stdout == ""
+    assert (
+        done.stderr.startswith(f"monitor-tick: {path} is not an Uptime Kuma database") and done.stderr.count("\n") == 1
+    )
+    missing = run("import", "uptime-kuma", str(tmp_path / "missing.db"), "--db", db_path)
+    assert (missing.returncode, missing.stderr) == (
+        1,
+        f"monitor-tick: no Uptime Kuma database at {tmp_path / 'missing.db'}\n",
+    )
