@@ -29,7 +29,10 @@ DB_ENVVAR = "MONITOR_TICK_DB"
 BLOCK_PRIVATE_ENVVAR = "MONITOR_TICK_BLOCK_PRIVATE"
 PING_URL_ENVVAR = "MONITOR_TICK_PING_URL"
 STATUS_TITLE_ENVVAR = "MONITOR_TICK_STATUS_TITLE"  # status-page --title, and the tick's --status-page
-DB_HELP = f"SQLite database file (created on first use). Default: ./{DEFAULT_DB}"
+DB_HELP = (
+    f"SQLite database file (created on first use), or a postgresql://user@host:port/dbname URL "
+    f"(pip install 'monitor-tick[postgres]'). Default: ./{DEFAULT_DB}"
+)
 
 
 @dataclass(frozen=True)

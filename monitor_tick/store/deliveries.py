@@ -22,7 +22,7 @@ def record_event(conn: Connection, incident_id: int, monitor: int, kind: str, at
     """An incident event, and a pending delivery to every channel that covers the monitor."""
     event_id = inserted_id(
         conn.execute(
-            "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (?, ?, ?)",
+            "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (?, ?, ?) RETURNING id",
             (incident_id, kind, at_ms),
         )
     )
@@ -158,7 +158,7 @@ def add_channel(
         monitor, owner = scope(conn, monitor_ref, owner_name)
         return inserted_id(
             conn.execute(
-                "INSERT INTO channels (url, monitor_id, owner_id, created_at_ms) VALUES (?, ?, ?, ?)",
+                "INSERT INTO channels (url, monitor_id, owner_id, created_at_ms) VALUES (?, ?, ?, ?) RETURNING id",
                 (url, monitor, owner, created_at_ms),
             )
         )

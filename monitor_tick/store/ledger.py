@@ -131,7 +131,9 @@ def _claim_forced(conn: Connection, minute: int, started_at_ms: int) -> Claim:
 
 _INSERT_RANGE = (
     """
-WITH RECURSIVE r(m) AS (SELECT :first WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last)
+WITH RECURSIVE r(m) AS (
+  SELECT CAST(:first AS BIGINT) WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last
+)
 INSERT INTO ticks ({columns}) SELECT {values} FROM r WHERE true
 ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, covered_by = excluded.covered_by,
   missed = excluded.missed WHERE """

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from monitor_tick.core.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.core.incidents import Open, Step, Transition, step
 from monitor_tick.core.model import AlertSettings, CheckResult
-from monitor_tick.store.db import inserted_id, one, write_tx
+from monitor_tick.store.db import greatest, inserted_id, least, one, statement, write_tx
 from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import Rerun
 
@@ -31,22 +31,32 @@ class WriteSummary:
     confirmed: list[int] = field(default_factory=list)  # incidents announced as down this tick
 
 
-_UPSERT_ROLLUP = """
+# One text for both engines: columns of the stored row are qualified (PostgreSQL finds a bare
+# name ambiguous beside `excluded`), and the scalar min/max are written as CASE (db.least).
+_UPSERT_ROLLUP = f"""
 INSERT INTO rollups (monitor_id, hour_start_ms, checks, failures, latency_ms_sum,
                      latency_ms_min, latency_ms_max, last_check_ms, cert_expires_at_ms)
 VALUES (:monitor_id, :hour_start_ms, 1, :failures, :latency_ms, :latency_min, :latency_max, :at_ms,
         :cert_expires_at_ms)
 ON CONFLICT (monitor_id, hour_start_ms) DO UPDATE SET
-  cert_expires_at_ms = CASE WHEN excluded.last_check_ms >= last_check_ms
-                            THEN excluded.cert_expires_at_ms ELSE cert_expires_at_ms END,
-  checks = checks + 1,
-  failures = failures + excluded.failures,
-  latency_ms_sum = latency_ms_sum + excluded.latency_ms_sum,
-  latency_ms_min = min(coalesce(latency_ms_min, excluded.latency_ms_min),
-                       coalesce(excluded.latency_ms_min, latency_ms_min)),
-  latency_ms_max = max(coalesce(latency_ms_max, excluded.latency_ms_max),
-                       coalesce(excluded.latency_ms_max, latency_ms_max)),
-  last_check_ms = max(last_check_ms, excluded.last_check_ms)
+  cert_expires_at_ms = CASE WHEN excluded.last_check_ms >= rollups.last_check_ms
+                            THEN excluded.cert_expires_at_ms ELSE rollups.cert_expires_at_ms END,
+  checks = rollups.checks + 1,
+  failures = rollups.failures + excluded.failures,
+  latency_ms_sum = rollups.latency_ms_sum + excluded.latency_ms_sum,
+  latency_ms_min = {
+    least(
+        "coalesce(rollups.latency_ms_min, excluded.latency_ms_min)",
+        "coalesce(excluded.latency_ms_min, rollups.latency_ms_min)",
+    )
+},
+  latency_ms_max = {
+    greatest(
+        "coalesce(rollups.latency_ms_max, excluded.latency_ms_max)",
+        "coalesce(excluded.latency_ms_max, rollups.latency_ms_max)",
+    )
+},
+  last_check_ms = {greatest("rollups.last_check_ms", "excluded.last_check_ms")}
 RETURNING last_check_ms
 """
 
@@ -245,14 +255,19 @@ def _open_incidents(conn: Connection) -> dict[int, tuple[int, Open]]:
     }
 
 
+# `?`: the ids as a JSON array (one parameter however many)
+_ALERT_THRESHOLDS = (
+    "SELECT id, alert_after_checks, resolve_after_checks, remind_every_sec FROM monitors "
+    "WHERE id IN (SELECT value FROM json_each(?))"
+)
+
+
 def _alert_thresholds(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, AlertSettings]:
     """The alert settings of those of `monitor_ids` that still exist."""
     return {
         row[0]: AlertSettings(row[1], row[2], row[3])
         for row in conn.execute(
-            "SELECT id, alert_after_checks, resolve_after_checks, remind_every_sec FROM monitors "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(monitor_ids)),),
+            statement(conn, "alert_thresholds", _ALERT_THRESHOLDS), (json.dumps(list(monitor_ids)),)
         )
     }
 
@@ -280,7 +295,7 @@ def _apply_incident_step(
         incident_id = inserted_id(
             conn.execute(
                 "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status, state, down_checks, "
-                "up_checks, confirmed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "up_checks, confirmed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     result.monitor_id,
                     at_ms,
