@@ -25,6 +25,12 @@ from tests.receivers import JsonReceiver
 from tests.servers import LocalServer, refused_port, send_response
 
 
+@pytest.fixture
+def db_path(any_db: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return any_db
+
+
 class Site:
     """A LocalServer whose paths answer with a status the test sets (200 by default)."""
 
@@ -412,6 +418,8 @@ def test_a_failing_canary_marks_even_one_failed_check_as_our_own_outage(
 # --- the cost of alerts when nothing happens ----------------------------------------------------
 
 
+# SQLite only: it counts statements with SQLite's trace callback
+@pytest.mark.parametrize("any_db", ["sqlite"], indirect=True)
 def test_a_healthy_monitor_costs_one_rollup_upsert_and_nothing_else(
     site: Site, rx: JsonReceiver, conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -153,22 +153,18 @@ def _engine_error(exc: psycopg.Error, url: str) -> EngineError:
 
 
 def _connect(url: str, busy_timeout_s: float, *, read_only: bool) -> Connection:
+    # a writer waits lock_timeout for another's write lock, as SQLite's busy timeout; set at
+    # connect time (libpq's options), which costs no round trip
+    settings = f"-c lock_timeout={int(busy_timeout_s * 1000)} -c TimeZone=UTC"
+    if read_only:
+        settings += " -c default_transaction_read_only=on"
     try:
-        raw = psycopg.connect(url, autocommit=True, connect_timeout=10)
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=10, options=settings)
     except psycopg.Error as exc:
         text = (str(exc).strip().splitlines() or ["connection failed"])[-1]
         raise StoreError(f"cannot connect to database {shown(url)}: {text}") from None
     raw.adapters.register_loader("numeric", _NumberLoader)
     conn = Connection(raw, url)
-    try:
-        # a writer waits this long for another's write lock, as SQLite's busy timeout
-        conn.execute(f"SET lock_timeout = {int(busy_timeout_s * 1000)}")
-        conn.execute("SET TIME ZONE 'UTC'")
-        if read_only:
-            conn.execute("SET default_transaction_read_only = on")
-    except StoreError:
-        conn.close()
-        raise
     return conn
 
 
