@@ -1,5 +1,6 @@
 """The store: every SQL statement, one module per concern, and two engines.
 
+    copy.py        `migrate`: every row of one database into a new one, either engine
     engine.py      which engine --db names (a postgresql:// URL, else a SQLite file); opens it
     sqlite.py      the SQLite engine: opening the file (checks, PRAGMAs, schema and
                    migrations/), read-only opens, backup and check, SQLite's errors in one
@@ -28,6 +29,7 @@ The public API is what is imported below (callers write `store.open_db(...)`); t
 module is its own.
 """
 
+from monitor_tick.store.copy import copy_database
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, is_postgres_url, write_tx
 from monitor_tick.store.deliveries import (
     CANARY_SETTING,
@@ -102,6 +104,7 @@ __all__ = [
     "is_postgres_url",
     "EXTRA_HINT",
     "file_only",
+    "copy_database",
     "write_tx",
     "SCHEMA_VERSION",
     "DEFAULT_BUSY_TIMEOUT_S",

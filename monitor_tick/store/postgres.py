@@ -39,6 +39,11 @@ _BAD_INTERVAL = "NOT (interval_sec >= 60 AND interval_sec % 60 = 0) AND enabled 
 _IDS = "(SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(? AS JSONB)) AS ids(value))"
 STATEMENTS = {
     "select_due": select_due_sql(_BAD_INTERVAL),
+    # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
+    "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    "set_next_id": (
+        "SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
+    ),
     "recent_rollups": (
         "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM rollups r "
         f"WHERE r.monitor_id IN {_IDS} "
