@@ -1,4 +1,4 @@
--- monitor-tick schema for PostgreSQL, version 3 (schema_version.version; store.SCHEMA_VERSION).
+-- monitor-tick schema for PostgreSQL, version 4 (schema_version.version; store.SCHEMA_VERSION).
 --
 -- The same tables, columns, constraints and indexes as schema.sql (the SQLite DDL, the
 -- contract; a test holds the two together), in PostgreSQL's types: every integer is BIGINT
@@ -256,4 +256,21 @@ CREATE TABLE pings (
     -- set by a start signal, cleared by the next ping, which records the run's duration
     started_at_ms    BIGINT,
     last_duration_ms BIGINT
+);
+
+-- The work split between hosts (see schema.sql).
+CREATE TABLE claims (
+    minute         BIGINT NOT NULL,
+    bucket         BIGINT NOT NULL CHECK (bucket >= 0 AND bucket < 64),
+    -- --host-name of the run that holds it (default: the machine's hostname)
+    host           TEXT    NOT NULL,
+    -- the run's own random token: its writes are conditional on still holding the claim
+    token          TEXT    NOT NULL,
+    claimed_at_ms  BIGINT NOT NULL,
+    lease_until_ms BIGINT NOT NULL,
+    -- NULL: still probing, or the run died (then another run may take it over)
+    finished_at_ms BIGINT,
+    -- checks recorded for the bucket's monitors
+    checks         BIGINT,
+    PRIMARY KEY (minute, bucket)
 );

@@ -337,9 +337,10 @@ def test_a_storm_gives_each_channel_one_summary(site: Site, conn: sqlite3.Connec
             tick(db_path, when)
         assert everyone.titles() == ["DOWN: 7 monitors"]
         body = everyone.messages[0]["message"].splitlines()
-        assert body[0] == "7 monitors are down:" and [line.split(":")[0] for line in body[1:]] == [
-            f"- {name}" for name in names
-        ]
+        listed = [line.split(":")[0] for line in body[1:]]
+        if store.is_postgres_url(db_path):  # in the order the minute's shares were written
+            listed.sort()
+        assert body[0] == "7 monitors are down:" and listed == [f"- {name}" for name in names]
         assert one.titles() == ["DOWN: svc3"]
         for name in names:
             site.set(name, 200)

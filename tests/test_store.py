@@ -92,7 +92,11 @@ def test_the_schema_refuses_text_where_a_number_belongs(conn: sqlite3.Connection
 
 def test_a_minute_is_claimed_once(conn: sqlite3.Connection) -> None:
     assert store.claim_minute(conn, MINUTE, T0_MS, force=False) is True
-    assert store.claim_minute(conn, MINUTE, T0_MS + 5, force=False) is False
+    second = store.claim_minutes(conn, MINUTE, T0_MS + 5, force=False, catch_up_minutes=0)
+    if conn.engine == "sqlite":
+        assert second is None  # one host runs the minute whole
+    else:
+        assert second is not None and second.joined  # it shares the minute's buckets (see below)
     assert store.claim_minute(conn, MINUTE + 1, T0_MS + 60_000, force=False) is True
     assert store.claim_minute(conn, MINUTE, T0_MS + 9, force=True) is True
     assert conn.execute("SELECT count(*) FROM ticks").fetchone()[0] == 2
@@ -219,3 +223,38 @@ def test_a_monitor_removed_during_the_tick_does_not_sink_the_other_results(conn:
     )
     assert summary.up == 1 and summary.down == 0
     assert rollup(conn, kept) == (1, 0)
+
+
+def _claim(conn: store.Connection, token: str, *, lease_ms: int = 60_000, limit: int = store.BUCKETS) -> store.Buckets:
+    return store.claim_buckets(
+        conn, MINUTE, host=token, token=token, now_ms=T0_MS, lease_ms=lease_ms, limit=limit, offset=0
+    )
+
+
+def test_each_bucket_is_claimed_by_one_run_until_its_lease_expires(conn: store.Connection) -> None:
+    store.claim_minute(conn, MINUTE, T0_MS, force=False)
+    first = _claim(conn, "a", limit=10)
+    second = _claim(conn, "b", limit=100)
+    assert len(first.buckets) == 10 and len(second.buckets) == store.BUCKETS - 10
+    assert not first.buckets & second.buckets
+    assert not _claim(conn, "c").buckets  # nothing left
+    assert store.unclaimed_buckets(conn, MINUTE) == 0
+
+
+def test_a_run_whose_lease_expired_writes_nothing_for_buckets_taken_over(conn: store.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    store.claim_minute(conn, MINUTE, T0_MS, force=False)
+    stale = _claim(conn, "stale", lease_ms=-1)  # a lease already over: as a run stopped past it
+    assert monitor % store.BUCKETS in stale.buckets
+    fresh = _claim(conn, "fresh")
+    assert fresh.buckets == stale.buckets  # taken over, every one
+    late = store.write_results(
+        conn, [MINUTE], T0_MS, [CheckResult(monitor, "down", None, None, "timeout")], T0_MS + 9, buckets=stale
+    )
+    assert (late.up, late.down) == (0, 0) and rollup(conn, monitor) == (0, 0)
+    assert conn.execute("SELECT finished_at_ms FROM ticks").fetchone() == (None,)
+    store.write_results(conn, [MINUTE], T0_MS, [CheckResult(monitor, "up", 5, 200)], T0_MS + 9, buckets=fresh)
+    assert rollup(conn, monitor) == (1, 0)
+    assert conn.execute("SELECT finished_at_ms, due, up FROM ticks").fetchone() == (T0_MS + 9, 1, 1)
+    hosts = conn.execute("SELECT host, count(*), sum(checks) FROM claims GROUP BY host").fetchall()
+    assert hosts == [("fresh", store.BUCKETS, 1)]

@@ -56,7 +56,16 @@ from monitor_tick.store.engine import (
     open_read_only,
     read_db,
 )
-from monitor_tick.store.ledger import Claim, Rerun, claim_minute, claim_minutes
+from monitor_tick.store.ledger import (
+    BUCKETS,
+    Buckets,
+    Claim,
+    Rerun,
+    claim_buckets,
+    claim_minute,
+    claim_minutes,
+    unclaimed_buckets,
+)
 from monitor_tick.store.manage import (
     add_maintenance,
     add_monitor,
@@ -123,6 +132,10 @@ __all__ = [
     "Rerun",
     "claim_minute",
     "claim_minutes",
+    "BUCKETS",
+    "Buckets",
+    "claim_buckets",
+    "unclaimed_buckets",
     "SELECT_DUE",
     "select_due",
     "recent_rollups",

@@ -20,6 +20,7 @@ from psycopg.adapt import Loader
 from monitor_tick.core.redact import redact_url
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, script_statements
 from monitor_tick.store.due import select_due_sql
+from monitor_tick.store.ledger import claim_buckets_sql
 from monitor_tick.store.sqlite import DEFAULT_BUSY_TIMEOUT_S, SCHEMA_VERSION, check_version
 
 _T = TypeVar("_T")
@@ -37,8 +38,14 @@ _BAD_INTERVAL = "NOT (interval_sec >= 60 AND interval_sec % 60 = 0) AND enabled 
 # Statements whose PostgreSQL text differs (db.statement): SQLite's json_each(?) over a JSON
 # array of ids is jsonb_array_elements_text here.
 _IDS = "(SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(? AS JSONB)) AS ids(value))"
+# The one place where a clock other than the tick's decides: whether a bucket's lease has
+# expired is judged by the database server's clock, which every host shares, so hosts whose
+# clocks disagree (up to the lease's margin) never both believe they hold a bucket.
+_SERVER_NOW_MS = "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
+
 STATEMENTS = {
     "select_due": select_due_sql(_BAD_INTERVAL),
+    "claim_buckets": claim_buckets_sql(_SERVER_NOW_MS),
     # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
     "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     "set_next_id": (

@@ -87,7 +87,10 @@ def test_two_ticks_racing_for_the_same_minute_probe_once_many_times_over(
             thread.start()
         for thread in threads:
             thread.join(30)
-        assert sorted(r.claimed for r in reports) == [False, True], round_
+        if store.is_postgres_url(db_path):  # both may take a share of the minute's buckets
+            assert True in [r.claimed for r in reports], round_
+        else:
+            assert sorted(r.claimed for r in reports) == [False, True], round_
     assert local_server.hits["/ok"] == rounds * len(monitors)
     assert all(rollup(conn, m) == (rounds, 0) for m in monitors)
 
@@ -106,7 +109,8 @@ def test_two_processes_started_together_for_one_minute_probe_once(
             for _ in range(2)
         ]
         outputs = [p.communicate(timeout=60)[0] for p in procs]
-        assert sorted('"claimed":true' in out for out in outputs) == [False, True], outputs
+        claimed = sorted('"claimed":true' in out for out in outputs)
+        assert claimed == [False, True] or (store.is_postgres_url(db_path) and claimed == [True, True]), outputs
     assert local_server.hits["/ok"] == 4 and rollup(conn, monitor) == (4, 0)
 
 
