@@ -416,6 +416,18 @@ def test_a_failing_canary_marks_even_one_failed_check_as_our_own_outage(
     assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
 
 
+def test_each_host_may_have_its_own_canary_before_the_shared_one(
+    site: Site, conn: sqlite3.Connection, db_path: str, offline_dns: str
+) -> None:
+    # one host's network is down (its own canary fails), another's is up (the shared one answers)
+    add(conn, f"http://only{offline_dns}/", name="only", retries=0)
+    store.set_setting(conn, store.CANARY_SETTING, site.url("canary"))
+    store.set_setting(conn, store.canary_setting("cut-off"), f"http://127.0.0.1:{refused_port()}/")
+    assert tick(db_path, "2026-12-01T00:00:05Z", host_name="cut-off").network_lost
+    assert not tick(db_path, "2026-12-01T00:01:05Z", host_name="connected").network_lost
+    assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (1,)
+
+
 # --- the cost of alerts when nothing happens ----------------------------------------------------
 
 

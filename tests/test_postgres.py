@@ -277,3 +277,16 @@ def test_a_tick_that_loses_postgresql_mid_probe_says_so_writes_nothing_and_the_n
     )
     assert done.returncode == 0, done.stderr
     assert '"claimed":true' in done.stdout.replace(" ", "")
+
+
+def test_a_lease_no_longer_than_the_budget_is_refused(tmp_path: Path) -> None:
+    done = run("--db", str(tmp_path / "x.db"), "--budget", "30s", "--lease", "30s")
+    assert done.returncode == 2 and done.stderr == "monitor-tick: --lease: 30s must be longer than --budget (30s)\n"
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_hosts_on_sqlite_says_minutes_are_shared_on_postgresql_only(tmp_path: Path) -> None:
+    path = str(tmp_path / "x.db")
+    assert run("--db", path).returncode == 0
+    done = run("hosts", "--db", path)
+    assert done.returncode == 0 and done.stdout == "no claims in this window (hosts share minutes on PostgreSQL only)\n"

@@ -225,20 +225,20 @@ def test_a_monitor_removed_during_the_tick_does_not_sink_the_other_results(conn:
     assert rollup(conn, kept) == (1, 0)
 
 
-def _claim(conn: store.Connection, token: str, *, lease_ms: int = 60_000, limit: int = store.BUCKETS) -> store.Buckets:
+def _claim(conn: store.Connection, token: str, *, lease_ms: int = 60_000, share: int = 1) -> store.Buckets:
     return store.claim_buckets(
-        conn, MINUTE, host=token, token=token, now_ms=T0_MS, lease_ms=lease_ms, limit=limit, offset=0
+        conn, MINUTE, host=token, token=token, now_ms=T0_MS, lease_ms=lease_ms, share=share, offset=0
     )
 
 
 def test_each_bucket_is_claimed_by_one_run_until_its_lease_expires(conn: store.Connection) -> None:
     store.claim_minute(conn, MINUTE, T0_MS, force=False)
-    first = _claim(conn, "a", limit=10)
-    second = _claim(conn, "b", limit=100)
-    assert len(first.buckets) == 10 and len(second.buckets) == store.BUCKETS - 10
-    assert not first.buckets & second.buckets
-    assert not _claim(conn, "c").buckets  # nothing left
-    assert store.unclaimed_buckets(conn, MINUTE) == 0
+    first = _claim(conn, "a", share=4)
+    second = _claim(conn, "b", share=4)
+    rest = _claim(conn, "c")
+    assert [len(first.buckets), len(second.buckets), len(rest.buckets)] == [16, 12, 36]  # a quarter of what is free
+    assert not first.buckets & second.buckets and not (first.buckets | second.buckets) & rest.buckets
+    assert not _claim(conn, "d").buckets  # nothing left
 
 
 def test_a_run_whose_lease_expired_writes_nothing_for_buckets_taken_over(conn: store.Connection) -> None:

@@ -288,19 +288,20 @@ def _share_minute(run: _Run, rows: list[dict[str, Any]], options: TickOptions) -
     """Claim buckets of the minute a few at a time, probing and writing each claim's monitors,
     until none is left or the budget is spent: hosts that start together share the minute, and
     a host that comes back for more takes what the others have not. Each claim takes a quarter
-    of the buckets still unclaimed (at least one); past a third of the budget, a run takes all
-    that are left, so that no bucket waits for a round that cannot finish in time."""
+    of the buckets still unclaimed (at least one); once two more rounds as long as the last
+    would not fit in the budget left, a run takes all that are left, so that no bucket waits
+    for a round that cannot finish in time (a round with a hanging host takes its timeout)."""
     token = os.urandom(8).hex()
     offset = int.from_bytes(os.urandom(2), "big")
     rounds: list[_Round] = []
     conn, claim = run.conn, run.claim
+    last_round_s = 0.0
     while True:
-        elapsed_s = time.perf_counter() - run.started
+        round_started = time.perf_counter()
+        elapsed_s = round_started - run.started
         if elapsed_s >= options.budget_s:
             break
-        limit = store.BUCKETS
-        if elapsed_s < options.budget_s / 3:
-            limit = max(1, store.unclaimed_buckets(conn, claim.minute) // 4)
+        share = 4 if elapsed_s + 2 * last_round_s < options.budget_s else 1
         held = store.claim_buckets(
             conn,
             claim.minute,
@@ -308,7 +309,7 @@ def _share_minute(run: _Run, rows: list[dict[str, Any]], options: TickOptions) -
             token=token,
             now_ms=run.now_ms,
             lease_ms=clock.s_to_ms(options.lease_s),
-            limit=limit,
+            share=share,
             offset=offset,
         )
         if not held.buckets:
@@ -316,6 +317,7 @@ def _share_minute(run: _Run, rows: list[dict[str, Any]], options: TickOptions) -
         mine = [row for row in rows if held.holds(int(row["id"]))]
         left = dataclasses.replace(options, budget_s=options.budget_s - elapsed_s)
         rounds.append(_round(run, mine, left, held))
+        last_round_s = time.perf_counter() - round_started
     return rounds
 
 
@@ -448,7 +450,10 @@ def _probe_canary(
     """Probe the network canary (a setting), only when some check failed at network level."""
     if not any(_alert_policy().is_network_failure(r) for r in results):
         return None
-    url = store.get_setting(conn, store.CANARY_SETTING)
+    # this host's own canary, else the one every host shares
+    url = store.get_setting(conn, store.canary_setting(options.host_name))
+    if url is None:
+        url = store.get_setting(conn, store.CANARY_SETTING)
     if url is None:
         return None
     canary = Monitor(

@@ -36,6 +36,7 @@ from monitor_tick.store.deliveries import (
     DeliveryOutcome,
     add_channel,
     add_due_reminders,
+    canary_setting,
     channel_urls,
     claim_deliveries,
     finish_deliveries,
@@ -64,7 +65,6 @@ from monitor_tick.store.ledger import (
     claim_buckets,
     claim_minute,
     claim_minutes,
-    unclaimed_buckets,
 )
 from monitor_tick.store.manage import (
     add_maintenance,
@@ -80,6 +80,7 @@ from monitor_tick.store.manage import (
 from monitor_tick.store.pings import heartbeat_by_token, heartbeat_id, heartbeat_pings, record_ping
 from monitor_tick.store.reads import (
     first_tick_minute,
+    host_minutes,
     last_tick,
     recent_incidents,
     report,
@@ -135,7 +136,6 @@ __all__ = [
     "BUCKETS",
     "Buckets",
     "claim_buckets",
-    "unclaimed_buckets",
     "SELECT_DUE",
     "select_due",
     "recent_rollups",
@@ -149,6 +149,7 @@ __all__ = [
     "DeliveryOutcome",
     "add_channel",
     "add_due_reminders",
+    "canary_setting",
     "channel_urls",
     "claim_deliveries",
     "finish_deliveries",
@@ -167,6 +168,7 @@ __all__ = [
     "remove_monitor",
     "set_paused",
     "first_tick_minute",
+    "host_minutes",
     "last_tick",
     "recent_incidents",
     "report",

@@ -181,18 +181,23 @@ class Buckets:
 # The server's clock decides whether a lease has expired (`{now}`): on SQLite, where every run
 # is on one machine, the run's own reading (:now_ms); PostgreSQL's statement replaces it with
 # the database server's clock (store/postgres.py), so hosts whose clocks disagree agree on it.
-# Buckets are offered from a different place for each run (:offset), so that hosts asking at
-# once take different buckets.
+# A run takes one :share-th of the buckets free (never claimed, or claimed under a lease that
+# has expired), at least one, or all of them (:all). Expired claims come first (a dead host's
+# work is the oldest); then buckets are offered from a different place for each run (:offset),
+# so that hosts asking at once take different buckets.
 CLAIM_BUCKETS = """
 WITH RECURSIVE b(bucket) AS (SELECT 0 UNION ALL SELECT bucket + 1 FROM b WHERE bucket < {buckets} - 1),
-free(bucket) AS (
-  SELECT bucket FROM b
+free(bucket, n) AS (
+  SELECT bucket, row_number() OVER (
+           ORDER BY EXISTS (SELECT 1 FROM claims c WHERE c.minute = :minute AND c.bucket = b.bucket) DESC,
+                    (bucket + :offset) % {buckets}) FROM b
    WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.minute = :minute AND c.bucket = b.bucket
                       AND (c.finished_at_ms IS NOT NULL OR c.lease_until_ms > {now}))
-   ORDER BY (bucket + :offset) % {buckets} LIMIT :limit
-)
+),
+size(free) AS (SELECT count(*) FROM free)
 INSERT INTO claims (minute, bucket, host, token, claimed_at_ms, lease_until_ms)
-SELECT :minute, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free WHERE true
+SELECT :minute, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
+ WHERE free.n <= CASE WHEN :all THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
 ON CONFLICT (minute, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
   claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms
  WHERE claims.finished_at_ms IS NULL AND claims.lease_until_ms <= {now}
@@ -206,11 +211,11 @@ def claim_buckets_sql(now: str) -> str:
 
 
 def claim_buckets(
-    conn: Connection, minute: int, *, host: str, token: str, now_ms: int, lease_ms: int, limit: int, offset: int
+    conn: Connection, minute: int, *, host: str, token: str, now_ms: int, lease_ms: int, share: int, offset: int
 ) -> Buckets:
-    """Claim up to `limit` buckets of `minute` that no run has finished or holds under a live
-    lease (a run that died, or stopped past its lease, loses them), for `lease_ms`. Empty when
-    none is left."""
+    """Claim, for `lease_ms`, one `share`-th (at least one; all when `share` is 1) of the
+    buckets of `minute` that no run has finished or holds under a live lease (a run that died,
+    or stopped past its lease, loses them). Empty when none is left."""
     with write_tx(conn):
         rows = conn.execute(
             statement(conn, "claim_buckets", claim_buckets_sql(":now_ms")),
@@ -220,13 +225,9 @@ def claim_buckets(
                 "token": token,
                 "now_ms": now_ms,
                 "lease_ms": lease_ms,
-                "limit": limit,
+                "share": share,
+                "all": share <= 1,
                 "offset": offset,
             },
         ).fetchall()
     return Buckets(minute, token, frozenset(int(row[0]) for row in rows))
-
-
-def unclaimed_buckets(conn: Connection, minute: int) -> int:
-    """How many buckets of `minute` no run has claimed yet (a run sizes its next claim by it)."""
-    return BUCKETS - int(one(conn, "SELECT count(*) FROM claims WHERE minute = ?", (minute,)))

@@ -181,3 +181,22 @@ LATEST_RESULTS = """
   ORDER BY rr.hour_start_ms DESC LIMIT 1) AS cert_expires_at_ms,
 pings.last_ping_ms, pings.last_ping_failed, pings.last_duration_ms, pings.started_at_ms
 """
+
+
+def host_minutes(conn: Connection, from_minute: int) -> list[dict[str, Any]]:
+    """Per minute from `from_minute` on, per host that claimed buckets of it: how many buckets,
+    how many of them it never finished (it died, or lost them to another host), the checks it
+    recorded, and when its first claim and its last write were (epoch ms)."""
+    return dicts(
+        conn,
+        """
+        SELECT minute, host, count(*) AS buckets,
+               sum(CASE WHEN finished_at_ms IS NULL THEN 1 ELSE 0 END) AS unfinished,
+               coalesce(sum(checks), 0) AS checks,
+               min(claimed_at_ms) AS first_claim_ms, max(finished_at_ms) AS last_write_ms
+          FROM claims WHERE minute >= :from
+         GROUP BY minute, host
+         ORDER BY minute, host
+        """,
+        {"from": from_minute},
+    )
