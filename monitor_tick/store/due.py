@@ -41,10 +41,23 @@ _SMALL_FLOOR_SEC = 900
 # the owners on them (the owners are read only when such a plan exists); (c) rows whose interval
 # is unusable, once an hour, through a partial index that is empty on a healthy database. Extra
 # candidates cost little: the final WHERE is the authoritative rule of schedule.py.
-def select_due_sql(bad_interval: str) -> str:
+def select_due_sql(bad_interval: str, *, lateral: bool = False) -> str:
     """The due query with the engine's test for a row whose interval has no schedule (it must
     match that engine's monitors_bad_interval index). One text otherwise: CROSS JOIN without ON
-    (its condition in WHERE) is both SQLite's fixed join order and valid PostgreSQL."""
+    (its condition in WHERE) is both SQLite's fixed join order and valid PostgreSQL, except that
+    PostgreSQL's planner, which cannot know how few intervals and candidates there are, is made
+    to look each up through an index with LATERAL (`lateral`; SQLite has no LATERAL), each
+    subquery kept whole by OFFSET 0 (else PostgreSQL flattens it back into a join)."""
+    per_interval = f"""SELECT monitors.id FROM intervals, monitors
+     WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
+       AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)"""
+    candidate_row = "CROSS JOIN monitors m"
+    if lateral:
+        per_interval = f"""SELECT m.id FROM intervals CROSS JOIN LATERAL (
+      SELECT monitors.id FROM monitors
+       WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
+         AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60) OFFSET 0) m"""
+        candidate_row = "CROSS JOIN LATERAL (SELECT * FROM monitors WHERE monitors.id = c.id OFFSET 0) m"
     return f"""
 WITH RECURSIVE
   df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1),
@@ -61,9 +74,7 @@ WITH RECURSIVE
      WHERE (SELECT max(min_interval_sec) FROM plans) > {_SMALL_FLOOR_SEC}
   ),
   candidates(id) AS MATERIALIZED (
-    SELECT monitors.id FROM intervals, monitors
-     WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
-       AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)
+    {per_interval}
     UNION
     SELECT m.id FROM small CROSS JOIN monitors m
      WHERE small.floor_sec > 60 AND m.interval_sec < small.floor_sec
@@ -84,7 +95,7 @@ WITH RECURSIVE
            m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,
            o.id IS NOT NULL AND p.id IS NULL AS plan_missing
       FROM candidates c
-      CROSS JOIN monitors m
+      {candidate_row}
       LEFT JOIN owners o ON o.id = m.owner_id
       LEFT JOIN plans p ON p.id = o.plan_id
       CROSS JOIN df

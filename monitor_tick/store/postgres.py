@@ -44,7 +44,7 @@ _IDS = "(SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(? AS J
 _SERVER_NOW_MS = "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
 
 STATEMENTS = {
-    "select_due": select_due_sql(_BAD_INTERVAL),
+    "select_due": select_due_sql(_BAD_INTERVAL, lateral=True),
     "claim_buckets": claim_buckets_sql(_SERVER_NOW_MS),
     # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
     "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
