@@ -1,4 +1,4 @@
--- monitor-tick schema, version 5 (PRAGMA user_version = 5; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 6 (PRAGMA user_version = 6; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -275,3 +275,25 @@ CREATE TABLE pings (
     started_at_ms    INTEGER,
     last_duration_ms INTEGER
 ) STRICT;
+
+-- The work split (several hosts on one PostgreSQL database; one host on SQLite claims every
+-- bucket at once): a monitor falls in bucket id % 64 (store.BUCKETS). A run claims (minute,
+-- bucket) rows of its minute a few at a time and probes the monitors due in them, for the
+-- minute and the minutes it caught up; `minute` is the run's own minute (ticks.minute). A claim
+-- not finished before lease_until_ms may be claimed again by another run (on PostgreSQL the
+-- server's clock judges it); a run writes results only for the buckets it still holds (token).
+CREATE TABLE claims (
+    minute         INTEGER NOT NULL,
+    bucket         INTEGER NOT NULL CHECK (bucket >= 0 AND bucket < 64),
+    -- --host-name of the run that holds it (default: the machine's hostname)
+    host           TEXT    NOT NULL,
+    -- the run's own random token: its writes are conditional on still holding the claim
+    token          TEXT    NOT NULL,
+    claimed_at_ms  INTEGER NOT NULL,
+    lease_until_ms INTEGER NOT NULL,
+    -- NULL: still probing, or the run died (then another run may take it over)
+    finished_at_ms INTEGER,
+    -- checks recorded for the bucket's monitors
+    checks         INTEGER,
+    PRIMARY KEY (minute, bucket)
+) STRICT, WITHOUT ROWID;

@@ -128,7 +128,7 @@ class Receiver:
             return False
         try:
             store.record_ping(self.conn, found, signal_name, clock.now_ms())
-        except sqlite3.IntegrityError:  # removed a moment ago
+        except (sqlite3.IntegrityError, store.ConstraintError):  # removed a moment ago
             return False
         return True
 

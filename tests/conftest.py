@@ -11,6 +11,30 @@ import pytest
 
 from monitor_tick import store
 from monitor_tick.probes import draft_monitor
+from tests.postgres import Server, running_server
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Server]:
+    """One PostgreSQL server for the whole run (see tests/postgres.py)."""
+    with running_server() as server:
+        yield server
+
+
+ENGINES = ["sqlite", "postgresql"]
+# What a statement that breaks the schema's constraints raises, on either engine
+CONSTRAINT_ERRORS = (sqlite3.IntegrityError, store.ConstraintError)
+
+
+@pytest.fixture(params=ENGINES)
+def any_db(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """--db for a new database with the schema, on each engine in turn: a SQLite file's path,
+    or a fresh PostgreSQL database's URL."""
+    if request.param == "postgresql":
+        return request.getfixturevalue("pg_server").fresh_database()  # type: ignore[no-any-return]
+    path = str(tmp_path / "monitor-tick.db")
+    store.open_db(path).close()
+    return path
 
 
 @pytest.fixture

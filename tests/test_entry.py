@@ -216,7 +216,7 @@ def test_what_goes_to_typer_gets_typers_own_output_and_exit_code(
     assert ("Commands:" in out.out) is (args == ["--help"])
 
 
-def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio(db_path: str) -> None:
+def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db_path: str) -> None:
     """As cron runs it: a fresh process; `python -X importtime` lists every module imported."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "monitor_tick", "--db", db_path],
@@ -227,7 +227,20 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio(db_path: str) 
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert done.returncode == 0 and done.stdout == ""
     assert "monitor_tick.core.tick" in imported and "sqlite3" in imported  # the list is real
-    heavy = {"typer", "click", "httpx", "httpcore", "asyncio", "aiohttp", "uvloop", "rich", "pydantic", "anyio", "yaml"}
+    heavy = {
+        "typer",
+        "click",
+        "httpx",
+        "httpcore",
+        "asyncio",
+        "aiohttp",
+        "uvloop",
+        "rich",
+        "pydantic",
+        "anyio",
+        "psycopg",
+        "yaml",
+    }
     assert not {name.split(".")[0] for name in imported} & heavy
     assert not any(name.startswith("monitor_tick.importers") for name in imported)
     with sqlite3.connect(db_path) as check:

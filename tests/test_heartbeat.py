@@ -23,6 +23,13 @@ from monitor_tick.probes.heartbeat import new_token
 from tests.conftest import add, rollup
 from tests.servers import refused_port
 
+
+@pytest.fixture
+def db_path(any_db: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return any_db
+
+
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 T0 = clock.minute_start_ms(MINUTE)
 MIN_MS, HOUR_MS, DAY_MS = 60_000, 3_600_000, 86_400_000
@@ -129,6 +136,8 @@ def test_a_start_signal_measures_the_run_and_list_shows_it(conn: sqlite3.Connect
     assert (row["note"], row["last_ping_failed"], row["last_duration_ms"]) == ("last ping 1h ago: failure", True, None)
 
 
+# SQLite only: it counts statements with SQLite's trace callback
+@pytest.mark.parametrize("any_db", ["sqlite"], indirect=True)
 def test_the_tick_reads_pings_in_one_query_only_when_heartbeats_are_due_and_never_writes_them(
     conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -16,6 +16,14 @@ from monitor_tick.importers import gatus
 from monitor_tick.importers.plan import Planned
 from tests.conftest import monitor_rows, run_installed
 
+
+@pytest.fixture
+def db_path(any_db: str) -> str:
+    """The monitor-tick database imported into: a SQLite file, then a PostgreSQL database (one
+    import is one transaction on each)."""
+    return any_db
+
+
 CONFIG = Path(__file__).parent / "fixtures" / "gatus_config.yaml"
 
 

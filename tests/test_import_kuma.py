@@ -17,6 +17,14 @@ from monitor_tick.probes.heartbeat import token_digest
 from tests.conftest import monitor_rows, run_installed
 from tests.kuma_schema import KUMA_1_23, KUMA_2_0
 
+
+@pytest.fixture
+def db_path(any_db: str) -> str:
+    """The monitor-tick database imported into: a SQLite file, then a PostgreSQL database (one
+    import is one transaction on each)."""
+    return any_db
+
+
 PUSH_TOKEN = "uK7x2Qm9Lp"
 
 NOTIFICATIONS = [

@@ -12,10 +12,17 @@ import pytest
 from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.model import CheckResult
-from tests.conftest import add, rollup
+from tests.conftest import CONSTRAINT_ERRORS, add, rollup
 
 MINUTE = 29_934_720
 T0_MS = clock.minute_start_ms(MINUTE)
+
+
+@pytest.fixture
+def db_path(any_db: str) -> str:
+    """Every test here that takes `db_path` or `conn` runs on SQLite and on PostgreSQL; the
+    tests of the file itself take their own path."""
+    return any_db
 
 
 def test_a_new_database_gets_the_schema_and_is_private_to_its_owner(tmp_path: Path) -> None:
@@ -61,7 +68,9 @@ def test_a_foreign_sqlite_database_is_refused_unchanged(tmp_path: Path) -> None:
     check.close()
 
 
-def test_a_newer_schema_version_is_refused(db_path: str) -> None:
+def test_a_newer_schema_version_is_refused(tmp_path: Path) -> None:
+    db_path = str(tmp_path / "monitor-tick.db")
+    store.open_db(db_path).close()
     raw = sqlite3.connect(db_path)
     raw.execute(f"PRAGMA user_version = {store.SCHEMA_VERSION + 1}")
     raw.close()
@@ -71,19 +80,23 @@ def test_a_newer_schema_version_is_refused(db_path: str) -> None:
 
 def test_the_schema_refuses_intervals_that_are_not_whole_minutes(conn: sqlite3.Connection) -> None:
     for bad in (0, 30, 90, -60):
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(CONSTRAINT_ERRORS):
             add(conn, "http://127.0.0.1/x", every_s=bad, name=f"bad{bad}")
 
 
 def test_the_schema_refuses_text_where_a_number_belongs(conn: sqlite3.Connection) -> None:
     monitor = add(conn, "http://127.0.0.1/x")
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises((sqlite3.IntegrityError, store.EngineError)):
         conn.execute("UPDATE monitors SET interval_sec = 'often' WHERE id = ?", (monitor,))
 
 
 def test_a_minute_is_claimed_once(conn: sqlite3.Connection) -> None:
     assert store.claim_minute(conn, MINUTE, T0_MS, force=False) is True
-    assert store.claim_minute(conn, MINUTE, T0_MS + 5, force=False) is False
+    second = store.claim_minutes(conn, MINUTE, T0_MS + 5, force=False, catch_up_minutes=0)
+    if conn.engine == "sqlite":
+        assert second is None  # one host runs the minute whole
+    else:
+        assert second is not None and second.joined  # it shares the minute's buckets (see below)
     assert store.claim_minute(conn, MINUTE + 1, T0_MS + 60_000, force=False) is True
     assert store.claim_minute(conn, MINUTE, T0_MS + 9, force=True) is True
     assert conn.execute("SELECT count(*) FROM ticks").fetchone()[0] == 2
@@ -122,7 +135,7 @@ def test_incidents_open_on_the_first_down_and_resolve_on_the_next_up(conn: sqlit
 def test_the_schema_allows_one_open_incident_per_monitor(conn: sqlite3.Connection) -> None:
     monitor = add(conn, "http://127.0.0.1/x")
     conn.execute("INSERT INTO incidents (monitor_id, started_at_ms, cause) VALUES (?, 1, 'x')", (monitor,))
-    with pytest.raises(sqlite3.IntegrityError):
+    with pytest.raises(CONSTRAINT_ERRORS):
         conn.execute("INSERT INTO incidents (monitor_id, started_at_ms, cause) VALUES (?, 2, 'y')", (monitor,))
 
 
@@ -178,13 +191,24 @@ def test_housekeeping_auto_pauses_long_outages_and_drops_old_rollups(conn: sqlit
     assert conn.execute("SELECT count(*) FROM monitors WHERE auto_paused = 1").fetchone()[0] == 0
 
 
+def _fail_inserts_into_incidents(conn: store.Connection, message: str) -> None:
+    """A trigger that makes every INSERT into incidents fail with `message`, on either engine."""
+    if conn.engine == "sqlite":
+        conn.execute(f"CREATE TRIGGER boom BEFORE INSERT ON incidents BEGIN SELECT RAISE(ABORT, '{message}'); END")
+        return
+    conn.execute(
+        f"CREATE FUNCTION boom() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION '{message}'; END $$ LANGUAGE plpgsql"
+    )
+    conn.execute("CREATE TRIGGER boom BEFORE INSERT ON incidents FOR EACH ROW EXECUTE FUNCTION boom()")
+
+
 def test_a_failed_write_leaves_nothing_half_written(conn: sqlite3.Connection) -> None:
     healthy = add(conn, "http://127.0.0.1/ok")
     failing = add(conn, "http://127.0.0.1/down")
-    conn.execute("CREATE TRIGGER boom BEFORE INSERT ON incidents BEGIN SELECT RAISE(ABORT, 'disk gone'); END")
+    _fail_inserts_into_incidents(conn, "disk gone")
     store.claim_minute(conn, MINUTE, T0_MS, force=False)
     results = [CheckResult(healthy, "up", 5, 200), CheckResult(failing, "down", None, None, "timeout")]
-    with pytest.raises(sqlite3.IntegrityError, match="disk gone"):
+    with pytest.raises((sqlite3.IntegrityError, store.EngineError), match="disk gone"):
         store.write_results(conn, [MINUTE], T0_MS, results, finished_at_ms=T0_MS)
     assert rollup(conn, healthy) == (0, 0)
     assert rollup(conn, failing) == (0, 0)
@@ -200,3 +224,38 @@ def test_a_monitor_removed_during_the_tick_does_not_sink_the_other_results(conn:
     )
     assert summary.up == 1 and summary.down == 0
     assert rollup(conn, kept) == (1, 0)
+
+
+def _claim(conn: store.Connection, token: str, *, lease_ms: int = 60_000, share: int = 1) -> store.Buckets:
+    return store.claim_buckets(
+        conn, MINUTE, host=token, token=token, now_ms=T0_MS, lease_ms=lease_ms, share=share, offset=0
+    )
+
+
+def test_each_bucket_is_claimed_by_one_run_until_its_lease_expires(conn: store.Connection) -> None:
+    store.claim_minute(conn, MINUTE, T0_MS, force=False)
+    first = _claim(conn, "a", share=4)
+    second = _claim(conn, "b", share=4)
+    rest = _claim(conn, "c")
+    assert [len(first.buckets), len(second.buckets), len(rest.buckets)] == [16, 12, 36]  # a quarter of what is free
+    assert not first.buckets & second.buckets and not (first.buckets | second.buckets) & rest.buckets
+    assert not _claim(conn, "d").buckets  # nothing left
+
+
+def test_a_run_whose_lease_expired_writes_nothing_for_buckets_taken_over(conn: store.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1/x")
+    store.claim_minute(conn, MINUTE, T0_MS, force=False)
+    stale = _claim(conn, "stale", lease_ms=-1)  # a lease already over: as a run stopped past it
+    assert monitor % store.BUCKETS in stale.buckets
+    fresh = _claim(conn, "fresh")
+    assert fresh.buckets == stale.buckets  # taken over, every one
+    late = store.write_results(
+        conn, [MINUTE], T0_MS, [CheckResult(monitor, "down", None, None, "timeout")], T0_MS + 9, buckets=stale
+    )
+    assert (late.up, late.down) == (0, 0) and rollup(conn, monitor) == (0, 0)
+    assert conn.execute("SELECT finished_at_ms FROM ticks").fetchone() == (None,)
+    store.write_results(conn, [MINUTE], T0_MS, [CheckResult(monitor, "up", 5, 200)], T0_MS + 9, buckets=fresh)
+    assert rollup(conn, monitor) == (1, 0)
+    assert conn.execute("SELECT finished_at_ms, due, up FROM ticks").fetchone() == (T0_MS + 9, 1, 1)
+    hosts = conn.execute("SELECT host, count(*), sum(checks) FROM claims GROUP BY host").fetchall()
+    assert hosts == [("fresh", store.BUCKETS, 1)]

@@ -1,4 +1,4 @@
-"""The tick end to end on a real SQLite file, with time frozen (freezegun) and HTTP mocked (respx)."""
+"""The tick end to end on a real SQLite file and on a PostgreSQL database, with time frozen (freezegun) and HTTP mocked (respx)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,12 @@ from tests.conftest import add, respx_transport, rollup
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 NOON = "2026-12-01 00:00:20"  # 20 seconds into MINUTE
+
+
+@pytest.fixture
+def db_path(any_db: str) -> str:
+    """Every test here runs on SQLite and on PostgreSQL."""
+    return any_db
 
 
 def options(db_path: str, **overrides: object) -> TickOptions:

@@ -1,6 +1,5 @@
-"""Commands that look after the database file itself: `backup` and `check`.
-
-Both open the database read-only (store.open_read_only).
+"""Commands that look after the database itself: `backup` and `check` (SQLite files; both
+open the database read-only), and `migrate` (either engine to either engine).
 """
 
 from __future__ import annotations
@@ -11,6 +10,7 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli.common import DbOption, db_path, fail
+from monitor_tick.core.redact import redact_url
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
 
@@ -47,3 +47,33 @@ def check(ctx: typer.Context, db: DbOption = None) -> None:
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         fail(f"database {path} is damaged: {problems[0]}{more}")
     typer.echo(f"database {path} is sound (integrity and foreign keys checked)")
+
+
+@app.command()
+def migrate(
+    source: Annotated[str, typer.Argument(metavar="SRC", help="A SQLite file or a postgresql:// URL to copy.")],
+    destination: Annotated[
+        str, typer.Argument(metavar="DST", help="A new SQLite file, or an empty PostgreSQL database's URL.")
+    ],
+) -> None:
+    """Copy every row of SRC into DST, ids included: monitors, owners, plans, maintenance windows,
+    rollups, incidents, events, deliveries, channels, settings, pings and the ledger. SRC is read
+    as one consistent snapshot (cron may keep ticking it); DST must be empty, and is written in
+    one transaction whose row counts are checked against SRC before it commits. Example:
+    monitor-tick migrate /var/lib/monitor-tick/monitor-tick.db postgresql://monitor@db.lan/monitor_tick"""
+    for name, value in (("SRC", source), ("DST", destination)):
+        problem = store.db_path_problem(value)
+        if problem:
+            fail(f"{name}: {problem}", 2)
+    try:
+        counts = store.copy_database(source, destination)
+    except store.StoreError as exc:
+        fail(str(exc))
+    shown = {
+        name: redact_url(value) if store.is_postgres_url(value) else value
+        for name, value in (("s", source), ("d", destination))
+    }
+    typer.echo(
+        f"copied {sum(counts.values())} rows ({counts['monitors']} monitors) from {shown['s']} to {shown['d']}; "
+        "row counts verified"
+    )

@@ -68,7 +68,7 @@ def _import(ctx: typer.Context, db: str | None, reader: Callable[[Any], Any], dr
     path = db_path(ctx, db)
     now_ms = clock.now_ms()
     if dry_run:
-        if os.path.exists(path):
+        if store.is_postgres_url(path) or os.path.exists(path):
             lines, _ = read(path, lambda conn: importers.apply.run(conn, plan, now_ms, dry_run=True))
         else:  # nothing to compare with: everything would be added
             lines, _ = importers.apply.run(None, plan, now_ms, dry_run=True)

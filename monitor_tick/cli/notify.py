@@ -124,6 +124,15 @@ def notify_canary(
     off: Annotated[
         bool, typer.Option("--off", help="Remove the canary: every failed check counts again, none is set aside.")
     ] = False,
+    host: Annotated[
+        str | None,
+        typer.Option(
+            "--host",
+            metavar="NAME",
+            help="This canary is only for the host whose tick runs with --host-name NAME (several hosts on "
+            "one PostgreSQL database each see their own network); it comes before the shared one.",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
     """Name a network canary: when checks fail with dns/connect errors, the tick probes it, and if it
@@ -139,9 +148,9 @@ def notify_canary(
     conn = connect(db_path(ctx, db))
     try:
         if url is None and not off:
-            current = store.get_setting(conn, store.CANARY_SETTING)
+            current = store.get_setting(conn, store.canary_setting(host))
             typer.echo(redact_url(current) if current else f"no canary: {OFFLINE_RULE}")
             return
-        store.set_setting(conn, store.CANARY_SETTING, None if off else url)
+        store.set_setting(conn, store.canary_setting(host), None if off else url)
     finally:
         conn.close()

@@ -21,6 +21,7 @@ from monitor_tick.core.tick import (
     DEFAULT_BUDGET_S,
     DEFAULT_CATCH_UP_MINUTES,
     DEFAULT_CONCURRENCY,
+    DEFAULT_LEASE_S,
     DEFAULT_RETRY_DELAY_S,
     IN_FLIGHT_PER_WORKER,
     MAX_BUDGET_S,
@@ -32,7 +33,10 @@ DB_ENVVAR = "MONITOR_TICK_DB"
 BLOCK_PRIVATE_ENVVAR = "MONITOR_TICK_BLOCK_PRIVATE"
 PING_URL_ENVVAR = "MONITOR_TICK_PING_URL"
 STATUS_TITLE_ENVVAR = "MONITOR_TICK_STATUS_TITLE"  # status-page --title, and the tick's --status-page
-DB_HELP = f"SQLite database file (created on first use). Default: ./{DEFAULT_DB}"
+DB_HELP = (
+    f"SQLite database file (created on first use), or a postgresql://user@host:port/dbname URL "
+    f"(pip install 'monitor-tick[postgres]'). Default: ./{DEFAULT_DB}"
+)
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,24 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         optional=True,
         envvar=PING_URL_ENVVAR,
         metavar="URL",
+    ),
+    TickOption(
+        "host_name",
+        ("--host-name",),
+        str,
+        None,
+        "This host's name in the claims of a shared PostgreSQL database (`monitor-tick hosts`). "
+        "Default: the machine's hostname.",
+        optional=True,
+        metavar="NAME",
+    ),
+    TickOption(
+        "lease",
+        ("--lease",),
+        str,
+        f"{DEFAULT_LEASE_S:g}s",
+        "PostgreSQL: a claimed share of the minute not finished within this may be taken over "
+        "by another host. Must exceed --budget plus the hosts' clock skew.",
     ),
     TickOption("verbose", ("-v", "--verbose"), bool, False, "Say on stderr what the tick did."),
     TickOption(

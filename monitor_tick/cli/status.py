@@ -1,4 +1,4 @@
-"""Commands to look at results: `status-page` and `report`. The page module is imported only
+"""Commands to look at results: `status-page`, `report` and `hosts`. The page module is imported only
 when used (cli/deferred.py), so other command lines stay light; what the tick's --status-page
 and --metrics-file write is publish/tick_outputs.py."""
 
@@ -120,4 +120,48 @@ def report(
         typer.echo(
             f"{r['id']:>5}  {name:<{width}} {state} {uptime:>8} {r['checks']:>7} {r['failures']:>7} "
             f"{r['incidents']:>9} {latency:>7}  {redact_text(r['note'])}".rstrip()
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Hosts
+
+
+@app.command()
+def hosts(
+    ctx: typer.Context,
+    since: Annotated[str, typer.Option(help="How far back: 1h, 1d, ... (claims are kept 7 days).")] = "1h",
+    db: DbOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Who ticked which minutes (PostgreSQL, several hosts): per minute and host, the buckets
+    (of 64) it claimed, how many it never finished (it died, or lost them to another host past
+    its lease), the checks it recorded and how long it took from its first claim to its last
+    write. On SQLite, where one host runs each minute whole, there is nothing to show."""
+    now_ms = clock.now_ms()
+    from_minute = clock.minute_of_ms(now_ms - clock.s_to_ms(duration_s(since, "--since")))
+    try:
+        rows = store.read_db(db_path(ctx, db), lambda conn: store.host_minutes(conn, from_minute))
+    except store.StoreError as exc:
+        fail(str(exc))
+    for row in rows:
+        last = row["last_write_ms"]
+        row["duration_ms"] = None if last is None else last - row["first_claim_ms"]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        typer.echo("no claims in this window (hosts share minutes on PostgreSQL only)")
+        return
+    width = max(16, *(len(shown_name(r["host"])) for r in rows))
+    typer.echo(
+        f"{{:<17}}  {{:<{width}}} {{:>7}} {{:>10}} {{:>7}} {{:>8}}".format(
+            "MINUTE (UTC)", "HOST", "BUCKETS", "UNFINISHED", "CHECKS", "SECONDS"
+        )
+    )
+    for r in rows:
+        seconds = "-" if r["duration_ms"] is None else f"{r['duration_ms'] / 1000:.1f}"
+        typer.echo(
+            f"{clock.display_from_ms(clock.minute_start_ms(r['minute'])):<20}  {shown_name(r['host']):<{width}} "
+            f"{r['buckets']:>7} {r['unfinished']:>10} {r['checks']:>7} {seconds:>8}"
         )

@@ -62,6 +62,8 @@ def _run_tick(
     budget: str,
     block_private: bool,
     busy_timeout: str,
+    host_name: str | None,
+    lease: str,
     status_page: str | None,
     metrics_file: str | None,
     verbose: bool,
@@ -78,8 +80,11 @@ def _run_tick(
         if budget_s > MAX_BUDGET_S:  # a tick ends inside its minute (core/tick.py)
             raise ValueError(f"--budget: at most {MAX_BUDGET_S:g}s (got {budget})")
         busy_timeout_s = _duration_s(busy_timeout, "--busy-timeout")
+        lease_s = _duration_s(lease, "--lease")
     except ValueError as exc:
         return fail_line(str(exc), 2)
+    if lease_s <= budget_s:
+        return fail_line(f"--lease: {lease} must be longer than --budget ({budget})", 2)
     options = TickOptions(
         db_path=path,
         minute=minute,
@@ -91,7 +96,10 @@ def _run_tick(
         guard=deferred.address_guard() if block_private else None,
         busy_timeout_s=busy_timeout_s,
         transport=transport,
+        lease_s=lease_s,
     )
+    if host_name:
+        options.host_name = host_name
     try:
         if dry_run:
             due_minute, monitors, invalid = due_now(options)

@@ -9,8 +9,9 @@ what was due in any of them once.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,9 @@ NETWORK_DEADLINE_S = 45.0
 WRITE_DEADLINE_S = 55.0
 CANARY_TIMEOUT_S = 5.0
 MIN_PHASE_S = 1.0  # less time left than this: the canary is not asked, notifications wait a tick
+# A claimed bucket not finished within this may be claimed by another host: the budget, the
+# canary and the write, and clocks up to 20 s apart (on PostgreSQL the server's clock judges it)
+DEFAULT_LEASE_S = 60.0
 # A probe still running after this share of the budget (2 s of 30 s) gives its worker to the next
 # monitor and runs on to its deadline: hanging hosts never keep the rest queued until the budget
 # cuts them off. Three such holds and the largest timeout (25 s) still fit the budget.
@@ -68,6 +72,10 @@ class TickOptions:
     # https:// and tls:// (an ssl.SSLContext, True for the default CA bundle, or a CA file)
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True
+    # the work split on PostgreSQL: this host's name in the claims (`monitor-tick hosts`), and
+    # how long a claimed bucket stays ours (must exceed the budget and the hosts' clock skew)
+    host_name: str = field(default_factory=lambda: os.uname().nodename)
+    lease_s: float = DEFAULT_LEASE_S
 
 
 @dataclass
@@ -229,13 +237,11 @@ def run_tick(options: TickOptions) -> TickReport:
     """Run one tick. Raises store.StoreError when the database cannot be used; down monitors
     are results, not errors; raises MinuteNotYet for a replay of a minute that has not come.
     Rows that cannot be probed are skipped and listed in `invalid`. A --force rerun of a
-    finished minute probes and reports what is due but records only what its run did not."""
+    finished minute probes and reports what is due but records only what its run did not.
+
+    On PostgreSQL the minute's monitors are shared with the other hosts' runs for it: they fall
+    in store.BUCKETS buckets, which each run claims a few at a time (_bucket_claims)."""
     started = time.perf_counter()
-
-    def left_s(deadline_s: float) -> float:
-        """Seconds left until `deadline_s` after the tick's start."""
-        return started + deadline_s - time.perf_counter()
-
     refuse_future_minute(options.minute)
     live = options.minute is None
     now_ms = tick_time_ms(options.minute)
@@ -255,78 +261,172 @@ def run_tick(options: TickOptions) -> TickReport:
             return TickReport(minute, now_ms, claimed=False)
         minutes = [minute, *claim.covered]
         rows = select_due_rows(conn, minutes, now_ms, replay=not live)
-        created_ms = {int(row["id"]): int(row["created_at_ms"]) for row in rows}
-        good, bad = split_rows(rows)
-        # a monitor this machine or environment cannot probe is a configuration error, said hourly
-        usable, refused = _probes().split_usable(good) if good else ([], [])
-        recent = store.recent_rollups(conn, [m.id for m in usable]) if usable else {}
-        budget_s = max(min(options.budget_s, left_s(NETWORK_DEADLINE_S - CANARY_TIMEOUT_S)), 0.0)
-        loaded = read_for_kinds(conn, usable)
-        tick_options = dataclasses.replace(options, budget_s=budget_s)
-        probes = _probe(usable, tick_options, now_ms, loaded, recent) if usable else []
-        results = [CheckResult.of(m.id, p) for m, p in zip(usable, probes, strict=True)]
-        if options.guard is not None:
-            results, guard_refused = _set_refusals_aside(results)
-            refused += guard_refused
-        network_lost = False
-        if results:
-            policy = _alert_policy()
-            canary = _probe_canary(conn, results, options, now_ms, min(CANARY_TIMEOUT_S, left_s(NETWORK_DEADLINE_S)))
-            network_lost = policy.network_lost(results, canary)
-            if network_lost:
-                results = policy.offline(results)
-        store.set_busy_timeout(conn, min(options.busy_timeout_s, left_s(WRITE_DEADLINE_S)))
-        duration_ms = clock.elapsed_ms(started, time.perf_counter())
-        rerun = claim.rerun
-        recordable = results
-        if rerun is not None:  # never a second check for a monitor-minute
-            recordable = [r for r in results if rerun.may_record(r.monitor_id, created_ms[r.monitor_id])]
-        # a live tick: no later tick can have counted a check after this (it started after our
-        # clock reading, and at most our run time and one wait for the write lock ago)
-        ahead_after_ms = _ahead_after_ms(now_ms, duration_ms, options) if live else None
-        summary = store.write_results(
-            conn,
-            minutes,
-            now_ms,
-            recordable,
-            finished_at_ms=now_ms + duration_ms,
-            network_lost=network_lost,
-            ahead_after_ms=ahead_after_ms,
-            rerun=rerun,
-        )
-        housekeeping = None
+        run = _Run(conn, claim, now_ms, started, live)
+        if options.force is False and conn.engine != "sqlite":
+            rounds = []
+            for held, elapsed_s in _bucket_claims(run, options):
+                mine = [row for row in rows if held.holds(int(row["id"]))]
+                left = dataclasses.replace(options, budget_s=options.budget_s - elapsed_s)
+                rounds.append(_round(run, mine, left, held))
+            if not rounds:  # every bucket was taken: another host runs this minute
+                return TickReport(minute, now_ms, claimed=False)
+        else:
+            rounds = [_round(run, rows, options, None)]
+        report = _merged(minute, now_ms, claim, rounds)
         if any(schedule.is_housekeeping_minute(m) for m in minutes):
-            housekeeping = store.housekeep(
+            report.housekeeping = store.housekeep(
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
             )
         # after the results are committed; nobody is told anything while our network is down
-        delivery = None
-        sending_s = left_s(NETWORK_DEADLINE_S)
-        if not network_lost and sending_s >= MIN_PHASE_S and store.has_delivery_work(conn, now_ms):
+        sending_s = run.left_s(NETWORK_DEADLINE_S, time.perf_counter())
+        if not report.network_lost and sending_s >= MIN_PHASE_S and store.has_delivery_work(conn, now_ms):
             notify = _alert_sending()
             timeout_s = notify.SEND_TIMEOUT_S if options.notify_timeout_s is None else options.notify_timeout_s
-            store.set_busy_timeout(conn, min(options.busy_timeout_s, left_s(WRITE_DEADLINE_S)))
+            store.set_busy_timeout(conn, min(options.busy_timeout_s, run.left_s(WRITE_DEADLINE_S, time.perf_counter())))
             budget = min(notify.DELIVERY_BUDGET_S, sending_s)
-            delivery = notify.deliver_pending(conn, now_ms, send_timeout_s=min(timeout_s, budget), budget_s=budget)
+            report.delivery = notify.deliver_pending(
+                conn, now_ms, send_timeout_s=min(timeout_s, budget), budget_s=budget
+            )
     except store.DatabaseError as exc:
         raise store.StoreError(store.describe_error(exc, options.db_path)) from None
     finally:
         conn.close()
+    report.duration_ms = clock.elapsed_ms(started, time.perf_counter())
+    return report
+
+
+@dataclass
+class _Round:
+    """What one round of a tick probed and wrote (a whole minute, or some of its buckets)."""
+
+    due: list[Monitor]
+    invalid: list[tuple[int, str]]
+    refused: list[tuple[int, str]]
+    results: list[CheckResult]
+    network_lost: bool
+    summary: store.WriteSummary
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every round of one tick shares."""
+
+    conn: store.Connection
+    claim: store.Claim
+    now_ms: int
+    started: float  # perf_counter at the tick's start
+    live: bool
+
+    def left_s(self, deadline_s: float, now: float) -> float:
+        """Seconds left at `now` (perf_counter, read by the caller) until `deadline_s` after the
+        tick's start."""
+        return self.started + deadline_s - now
+
+
+def _bucket_claims(run: _Run, options: TickOptions) -> Iterator[tuple[store.Buckets, float]]:
+    """Claim buckets of the minute a few at a time (with the seconds elapsed when each was
+    claimed), the caller probing and writing each claim's monitors before the next, until none
+    is left or the budget is spent: hosts that start together share the minute, and a host that
+    comes back for more takes what the others have not. Each claim takes a quarter of the
+    buckets still unclaimed (at least one); once two more rounds as long as the last would not
+    fit in the budget left, a run takes all that are left, so that no bucket waits for a round
+    that cannot finish in time (a round with a hanging host takes its timeout). A generator, so
+    that every round runs from run_tick itself, on either engine."""
+    token = os.urandom(8).hex()
+    offset = int.from_bytes(os.urandom(2), "big")
+    last_round_s = 0.0
+    while True:
+        round_started = time.perf_counter()
+        elapsed_s = round_started - run.started
+        if elapsed_s >= options.budget_s:
+            return
+        share = 4 if elapsed_s + 2 * last_round_s < options.budget_s else 1
+        held = store.claim_buckets(
+            run.conn,
+            run.claim.minute,
+            host=options.host_name,
+            token=token,
+            now_ms=run.now_ms,
+            lease_ms=clock.s_to_ms(options.lease_s),
+            share=share,
+            offset=offset,
+        )
+        if not held.buckets:
+            return
+        yield held, elapsed_s
+        last_round_s = time.perf_counter() - round_started
+
+
+def _round(run: _Run, rows: list[dict[str, Any]], options: TickOptions, buckets: store.Buckets | None) -> _Round:
+    """Probe the monitors of `rows` and write their results (only for `buckets` still held)."""
+    conn, claim, now_ms = run.conn, run.claim, run.now_ms
+    minutes = [claim.minute, *claim.covered]
+    created_ms = {int(row["id"]): int(row["created_at_ms"]) for row in rows}
+    good, bad = split_rows(rows)
+    # a monitor this machine or environment cannot probe is a configuration error, said hourly
+    usable, refused = _probes().split_usable(good) if good else ([], [])
+    recent = store.recent_rollups(conn, [m.id for m in usable]) if usable else {}
+    budget_s = max(min(options.budget_s, run.left_s(NETWORK_DEADLINE_S - CANARY_TIMEOUT_S, time.perf_counter())), 0.0)
+    loaded = read_for_kinds(conn, usable)
+    tick_options = dataclasses.replace(options, budget_s=budget_s)
+    probes = _probe(usable, tick_options, now_ms, loaded, recent) if usable else []
+    results = [CheckResult.of(m.id, p) for m, p in zip(usable, probes, strict=True)]
+    if options.guard is not None:
+        results, guard_refused = _set_refusals_aside(results)
+        refused += guard_refused
+    network_lost = False
+    if results:
+        policy = _alert_policy()
+        timeout_s = min(CANARY_TIMEOUT_S, run.left_s(NETWORK_DEADLINE_S, time.perf_counter()))
+        network_lost = policy.network_lost(results, _probe_canary(conn, results, options, now_ms, timeout_s))
+        if network_lost:
+            results = policy.offline(results)
+    store.set_busy_timeout(conn, min(options.busy_timeout_s, run.left_s(WRITE_DEADLINE_S, time.perf_counter())))
+    duration_ms = clock.elapsed_ms(run.started, time.perf_counter())
+    rerun = claim.rerun
+    recordable = results
+    if rerun is not None:  # never a second check for a monitor-minute
+        recordable = [r for r in results if rerun.may_record(r.monitor_id, created_ms[r.monitor_id])]
+    # a live tick: no later tick can have counted a check after this (it started after our
+    # clock reading, and at most our run time and one wait for the write lock ago)
+    ahead_after_ms = _ahead_after_ms(now_ms, duration_ms, options) if run.live else None
+    summary = store.write_results(
+        conn,
+        minutes,
+        now_ms,
+        recordable,
+        finished_at_ms=now_ms + duration_ms,
+        network_lost=network_lost,
+        ahead_after_ms=ahead_after_ms,
+        rerun=rerun,
+        buckets=buckets,
+    )
+    return _Round(good, bad, refused, results, network_lost, summary)
+
+
+def _merged(minute: int, now_ms: int, claim: store.Claim, rounds: list[_Round]) -> TickReport:
+    """One report of a tick's rounds."""
+    summaries = [r.summary for r in rounds]
     return TickReport(
         minute,
         now_ms,
         claimed=True,
         covered=claim.covered,
         missed=claim.missed,
-        due=good,
-        results=results,
-        invalid=bad,
-        refused=refused,
-        summary=summary,
-        duration_ms=clock.elapsed_ms(started, time.perf_counter()),
-        housekeeping=housekeeping,
-        network_lost=network_lost,
-        delivery=delivery,
+        due=[m for r in rounds for m in r.due],
+        results=[c for r in rounds for c in r.results],
+        invalid=[i for r in rounds for i in r.invalid],
+        refused=[i for r in rounds for i in r.refused],
+        summary=store.WriteSummary(
+            up=sum(s.up for s in summaries),
+            down=sum(s.down for s in summaries),
+            unknown=sum(s.unknown for s in summaries),
+            opened=[m for s in summaries for m in s.opened],
+            resolved=[m for s in summaries for m in s.resolved],
+            stale=sum(s.stale for s in summaries),
+            confirmed=[m for s in summaries for m in s.confirmed],
+        ),
+        network_lost=any(r.network_lost for r in rounds),
     )
 
 
@@ -405,7 +505,10 @@ def _probe_canary(
     there is time for it (`timeout_s`)."""
     if timeout_s < MIN_PHASE_S or not any(_alert_policy().is_network_failure(r) for r in results):
         return None
-    url = store.get_setting(conn, store.CANARY_SETTING)
+    # this host's own canary, else the one every host shares
+    url = store.get_setting(conn, store.canary_setting(options.host_name))
+    if url is None:
+        url = store.get_setting(conn, store.CANARY_SETTING)
     if url is None:
         return None
     canary = Monitor(

@@ -1,10 +1,15 @@
-"""The store: every SQL statement, one module per concern, and the SQLite engine.
+"""The store: every SQL statement, one module per concern, and two engines.
 
-    sqlite.py      the engine: opening the file (checks, PRAGMAs, schema and migrations/),
-                   read-only opens, backup and check, SQLite's errors in one line; the only
-                   module that imports sqlite3 or touches the file, so a second engine is a
-                   sibling of it
-    db.py          what the others share: StoreError, the write transaction, row helpers
+    copy.py        `migrate`: every row of one database into a new one, either engine
+    engine.py      which engine --db names (a postgresql:// URL, else a SQLite file); opens it
+    sqlite.py      the SQLite engine: opening the file (checks, PRAGMAs, schema and
+                   migrations/), read-only opens, backup and check, SQLite's errors in one
+                   line; the only module that imports sqlite3 or touches the file
+    postgres.py    the PostgreSQL engine (psycopg 3, an optional extra): only what differs --
+                   connecting, schema_postgres.sql and its version, the write lock,
+                   placeholders, the few statements whose syntax differs, errors in one line
+    db.py          what the others share: StoreError, the write transaction, row helpers, the
+                   seam between the engines (db.statement)
     ledger.py      the minute ledger (`ticks`): claims, catch-up, --force reruns
     due.py         due selection (SELECT_DUE) and the rollups that order the probes
     results.py     a tick's results: rollups, incident steps, the ledger's figures; housekeeping
@@ -14,8 +19,8 @@
     pings.py       heartbeat tokens and pings
     imports.py     monitors brought in from another tool, all in one transaction
 
-Uses the standard library's sqlite3 synchronously: the database is touched before the probes
-start and after they all finish, never while they run, so an idle tick needs no event loop.
+Both engines run synchronously (the standard library's sqlite3, psycopg): the database is
+touched before the probes start and after they all finish, never while they run, so an idle tick needs no event loop.
 Every statement is parameterised. Every instant passed in is epoch ms, read once per tick by
 the caller (SQLite's own clock never decides anything). Errors a user can cause or meet
 (missing directory, foreign file, locked database, read-only file, newer schema) are raised as
@@ -25,12 +30,14 @@ The public API is what is imported below (callers write `store.open_db(...)`); t
 module is its own.
 """
 
-from monitor_tick.store.db import StoreError, write_tx
+from monitor_tick.store.copy import copy_database
+from monitor_tick.store.db import ConstraintError, EngineError, StoreError, is_postgres_url, write_tx
 from monitor_tick.store.deliveries import (
     CANARY_SETTING,
     DeliveryOutcome,
     add_channel,
     add_due_reminders,
+    canary_setting,
     channel_urls,
     claim_deliveries,
     finish_deliveries,
@@ -41,8 +48,27 @@ from monitor_tick.store.deliveries import (
     set_setting,
 )
 from monitor_tick.store.due import SELECT_DUE, recent_rollups, select_due
+from monitor_tick.store.engine import (
+    EXTRA_HINT,
+    backup,
+    db_path_problem,
+    file_only,
+    integrity_problems,
+    open_db,
+    open_read_only,
+    read_db,
+    set_busy_timeout,
+)
 from monitor_tick.store.imports import ImportedMonitor, existing_names, import_monitors, taken_tokens
-from monitor_tick.store.ledger import Claim, Rerun, claim_minute, claim_minutes
+from monitor_tick.store.ledger import (
+    BUCKETS,
+    Buckets,
+    Claim,
+    Rerun,
+    claim_buckets,
+    claim_minute,
+    claim_minutes,
+)
 from monitor_tick.store.manage import (
     add_maintenance,
     add_monitor,
@@ -57,6 +83,7 @@ from monitor_tick.store.manage import (
 from monitor_tick.store.pings import heartbeat_by_token, heartbeat_id, heartbeat_pings, record_ping
 from monitor_tick.store.reads import (
     first_tick_minute,
+    host_minutes,
     last_tick,
     recent_incidents,
     report,
@@ -79,19 +106,18 @@ from monitor_tick.store.sqlite import (
     WAL_LIMIT_BYTES,
     Connection,
     DatabaseError,
-    backup,
-    db_path_problem,
     describe_error,
-    integrity_problems,
-    open_db,
-    open_read_only,
-    read_db,
     schema_sql,
-    set_busy_timeout,
 )
 
 __all__ = [
     "StoreError",
+    "EngineError",
+    "ConstraintError",
+    "is_postgres_url",
+    "EXTRA_HINT",
+    "file_only",
+    "copy_database",
     "write_tx",
     "SCHEMA_VERSION",
     "DEFAULT_BUSY_TIMEOUT_S",
@@ -111,6 +137,9 @@ __all__ = [
     "Rerun",
     "claim_minute",
     "claim_minutes",
+    "BUCKETS",
+    "Buckets",
+    "claim_buckets",
     "SELECT_DUE",
     "select_due",
     "recent_rollups",
@@ -124,6 +153,7 @@ __all__ = [
     "DeliveryOutcome",
     "add_channel",
     "add_due_reminders",
+    "canary_setting",
     "channel_urls",
     "claim_deliveries",
     "finish_deliveries",
@@ -142,6 +172,7 @@ __all__ = [
     "remove_monitor",
     "set_paused",
     "first_tick_minute",
+    "host_minutes",
     "last_tick",
     "recent_incidents",
     "report",

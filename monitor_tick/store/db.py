@@ -1,6 +1,11 @@
-"""What every part of the store shares: StoreError, the write transaction, and the helpers that
-read rows and inserted ids. Nothing here imports sqlite3 or touches the file (store/sqlite.py
-opens the database): `Connection` is the engine's DB-API connection, for type hints."""
+"""What every part of the store shares: StoreError, the write transaction, the helpers that
+read rows and inserted ids, and the seam between the engines. Nothing here imports an engine's
+driver or touches the file (store/sqlite.py and store/postgres.py open the database).
+
+Both engines run the same SQL text, written with SQLite's placeholders (`?`, `:name`); the
+PostgreSQL connection turns them into psycopg's. Where the engines' syntax differs, a module
+names the statement and the engine may replace it (`statement`): store/postgres.py holds those.
+"""
 
 from __future__ import annotations
 
@@ -18,22 +23,55 @@ if TYPE_CHECKING:
 SETTING_COLUMNS = ", ".join(f"m.{column}" for column in (*COMMON_SETTINGS, *OPTIONS))
 
 
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres_url(db: str) -> bool:
+    """Whether --db names a PostgreSQL database (a URL) rather than a SQLite file."""
+    return db.startswith(POSTGRES_SCHEMES)
+
+
 class StoreError(Exception):
     """A database problem, with a message fit for one line on stderr."""
 
 
+class EngineError(StoreError):
+    """An error the PostgreSQL engine met running a statement, already worded for one line (a
+    SQLite statement raises sqlite3.Error, which callers word with describe_error)."""
+
+
+class ConstraintError(EngineError):
+    """A statement broke a constraint (e.g. a row it refers to was removed a moment ago)."""
+
+
 @contextmanager
 def write_tx(conn: Connection) -> Iterator[None]:
-    """One write transaction, taking the write lock up front (BEGIN IMMEDIATE): a deferred
-    transaction that reads and then writes gets SQLITE_BUSY at once in WAL mode, ignoring the
-    busy timeout. Rolls back on any error, so results are never half-written."""
-    conn.execute("BEGIN IMMEDIATE")
+    """One write transaction, taking the write lock up front (the engine's begin_write: SQLite's
+    BEGIN IMMEDIATE; see the engine modules). Rolls back on any error, so results are never
+    half-written."""
+    conn.begin_write()  # type: ignore[attr-defined]
     try:
         yield
     except BaseException:
-        conn.execute("ROLLBACK")
+        conn.rollback_quietly()  # type: ignore[attr-defined]
         raise
     conn.execute("COMMIT")
+
+
+def statement(conn: Connection, name: str, text: str) -> str:
+    """`text`, or the engine's own text for the statement `name` where its syntax differs."""
+    return conn.statements.get(name, text)  # type: ignore[attr-defined,no-any-return]
+
+
+def greatest(a: str, b: str) -> str:
+    """SQL for the larger of two non-NULL expressions, in a text both engines run (SQLite's
+    scalar max(a, b) is GREATEST in PostgreSQL, where max() is only the aggregate)."""
+    return f"(CASE WHEN ({a}) >= ({b}) THEN ({a}) ELSE ({b}) END)"
+
+
+def least(a: str, b: str) -> str:
+    """SQL for the smaller of two expressions (NULL when both are; see greatest)."""
+    return f"(CASE WHEN ({a}) <= ({b}) THEN ({a}) ELSE ({b}) END)"
 
 
 def one(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any]) -> Any:
@@ -51,5 +89,21 @@ def dicts(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] 
 
 
 def inserted_id(cursor: Cursor) -> int:
-    """The id of the row the INSERT that made `cursor` added."""
-    return int(cursor.lastrowid or 0)
+    """The id of the row that an `INSERT ... RETURNING id` added."""
+    return int(cursor.fetchone()[0])
+
+
+def script_statements(script: str) -> Iterator[str]:
+    """The statements of a schema script or migration step: each ends with `;` at the end of a
+    line (none inside strings); comment lines are left out. Raises StoreError when the script
+    ends inside a statement."""
+    buffer: list[str] = []
+    for line in script.splitlines():
+        if line.lstrip().startswith("--"):
+            continue
+        buffer.append(line)
+        if line.rstrip().endswith(";"):
+            yield "\n".join(buffer).strip()
+            buffer = []
+    if "".join(buffer).strip():
+        raise StoreError("a schema script ends inside a statement")

@@ -18,11 +18,17 @@ if TYPE_CHECKING:
 CANARY_SETTING = "network_canary_url"
 
 
+def canary_setting(host: str | None) -> str:
+    """The setting that names `host`'s own network canary (one host's view of the world: each
+    host of a shared database may have its own), or every host's when `host` is None."""
+    return CANARY_SETTING if host is None else f"{CANARY_SETTING}@{host}"
+
+
 def record_event(conn: Connection, incident_id: int, monitor: int, kind: str, at_ms: int) -> None:
     """An incident event, and a pending delivery to every channel that covers the monitor."""
     event_id = inserted_id(
         conn.execute(
-            "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (?, ?, ?)",
+            "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (?, ?, ?) RETURNING id",
             (incident_id, kind, at_ms),
         )
     )
@@ -158,7 +164,7 @@ def add_channel(
         monitor, owner = scope(conn, monitor_ref, owner_name)
         return inserted_id(
             conn.execute(
-                "INSERT INTO channels (url, monitor_id, owner_id, created_at_ms) VALUES (?, ?, ?, ?)",
+                "INSERT INTO channels (url, monitor_id, owner_id, created_at_ms) VALUES (?, ?, ?, ?) RETURNING id",
                 (url, monitor, owner, created_at_ms),
             )
         )

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick.store.db import dicts
+from monitor_tick.store.db import dicts, greatest, statement
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -41,7 +41,24 @@ _SMALL_FLOOR_SEC = 900
 # the owners on them (the owners are read only when such a plan exists); (c) rows whose interval
 # is unusable, once an hour, through a partial index that is empty on a healthy database. Extra
 # candidates cost little: the final WHERE is the authoritative rule of schedule.py.
-SELECT_DUE = f"""
+def select_due_sql(bad_interval: str, *, lateral: bool = False) -> str:
+    """The due query with the engine's test for a row whose interval has no schedule (it must
+    match that engine's monitors_bad_interval index). One text otherwise: CROSS JOIN without ON
+    (its condition in WHERE) is both SQLite's fixed join order and valid PostgreSQL, except that
+    PostgreSQL's planner, which cannot know how few intervals and candidates there are, is made
+    to look each up through an index with LATERAL (`lateral`; SQLite has no LATERAL), each
+    subquery kept whole by OFFSET 0 (else PostgreSQL flattens it back into a join)."""
+    per_interval = f"""SELECT monitors.id FROM intervals, monitors
+     WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
+       AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)"""
+    candidate_row = "CROSS JOIN monitors m"
+    if lateral:
+        per_interval = f"""SELECT m.id FROM intervals CROSS JOIN LATERAL (
+      SELECT monitors.id FROM monitors
+       WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
+         AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60) OFFSET 0) m"""
+        candidate_row = "CROSS JOIN LATERAL (SELECT * FROM monitors WHERE monitors.id = c.id OFFSET 0) m"
+    return f"""
 WITH RECURSIVE
   df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1),
   intervals(n_sec) AS (
@@ -57,36 +74,35 @@ WITH RECURSIVE
      WHERE (SELECT max(min_interval_sec) FROM plans) > {_SMALL_FLOOR_SEC}
   ),
   candidates(id) AS MATERIALIZED (
-    SELECT monitors.id FROM intervals, monitors
-     WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
-       AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)
+    {per_interval}
     UNION
     SELECT m.id FROM small CROSS JOIN monitors m
      WHERE small.floor_sec > 60 AND m.interval_sec < small.floor_sec
        AND m.enabled = 1 AND m.auto_paused = 0
     UNION
-    SELECT m.id FROM raised r CROSS JOIN monitors m ON m.owner_id = r.owner_id
-     WHERE r.floor_sec > {_SMALL_FLOOR_SEC} AND m.interval_sec < r.floor_sec
+    SELECT m.id FROM raised r CROSS JOIN monitors m
+     WHERE m.owner_id = r.owner_id AND r.floor_sec > {_SMALL_FLOOR_SEC} AND m.interval_sec < r.floor_sec
        AND m.enabled = 1 AND m.auto_paused = 0
     UNION
     SELECT m.id FROM df, monitors m
      WHERE df.floor_sec > 60 AND m.owner_id IS NULL AND m.interval_sec < df.floor_sec
        AND m.enabled = 1 AND m.auto_paused = 0
     UNION
-    SELECT id FROM monitors WHERE {_BAD_INTERVAL} AND :minute % 60 = id % 60
+    SELECT id FROM monitors WHERE {bad_interval} AND :minute % 60 = id % 60
   ),
   due AS (
-    SELECT m.*, max(m.interval_sec, {FLOOR}) AS effective_interval_sec,
+    SELECT m.*, {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec,
            m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,
            o.id IS NOT NULL AND p.id IS NULL AS plan_missing
       FROM candidates c
-      CROSS JOIN monitors m ON m.id = c.id
+      {candidate_row}
       LEFT JOIN owners o ON o.id = m.owner_id
       LEFT JOIN plans p ON p.id = o.plan_id
       CROSS JOIN df
+     WHERE m.id = c.id
   )
 SELECT * FROM due
- WHERE CASE WHEN {_BAD_INTERVAL} THEN :minute % 60 = id % 60
+ WHERE CASE WHEN {bad_interval} THEN :minute % 60 = id % 60
             ELSE :minute % (effective_interval_sec / 60)
                  = CASE WHEN aligned = 1 THEN 0 ELSE id % (effective_interval_sec / 60) END
        END
@@ -97,11 +113,25 @@ SELECT * FROM due
 """
 
 
+SELECT_DUE = select_due_sql(_BAD_INTERVAL)
+
+
 def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any]]:
     """Rows of the monitors due in `minute`, as dicts in id order; `now_ms` decides plan expiry
     and maintenance. Rows are not validated here: a hand-edited row may hold anything."""
     # sorted here: SQLite would sort whole rows in a temporary B-tree, which costs more
-    return sorted(dicts(conn, SELECT_DUE, {"minute": minute, "now_ms": now_ms}), key=lambda row: row["id"])
+    return sorted(
+        dicts(conn, statement(conn, "select_due", SELECT_DUE), {"minute": minute, "now_ms": now_ms}),
+        key=lambda row: row["id"],
+    )
+
+
+# `?`: the ids as a JSON array (one parameter however many)
+RECENT_ROLLUPS = (
+    "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM json_each(?) j "
+    "JOIN rollups r ON r.monitor_id = j.value "
+    "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)"
+)
 
 
 def recent_rollups(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None, int]]:
@@ -110,10 +140,5 @@ def recent_rollups(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, tu
     this)."""
     if not monitor_ids:
         return {}
-    rows = conn.execute(
-        "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM json_each(?) j "
-        "JOIN rollups r ON r.monitor_id = j.value "
-        "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)",
-        (json.dumps(list(monitor_ids)),),
-    )
+    rows = conn.execute(statement(conn, "recent_rollups", RECENT_ROLLUPS), (json.dumps(list(monitor_ids)),))
     return {int(monitor): (int(failures), latency, int(last)) for monitor, failures, latency, last in rows}

@@ -60,7 +60,10 @@ def import_monitors(conn: Connection, items: Sequence[ImportedMonitor], created_
                 owner = one(conn, "SELECT id FROM owners WHERE name = ?", (item.owner,))
                 if owner is None:
                     owner = inserted_id(
-                        conn.execute("INSERT INTO owners (name, plan_id) VALUES (?, ?)", (item.owner, DEFAULT_PLAN_ID))
+                        conn.execute(
+                            "INSERT INTO owners (name, plan_id) VALUES (?, ?) RETURNING id",
+                            (item.owner, DEFAULT_PLAN_ID),
+                        )
                     )
             new_id = insert_monitor(
                 conn, item.monitor, owner, created_at_ms, item.alerts, item.token_sha256, enabled=item.enabled

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from monitor_tick.store.db import one, write_tx
+from monitor_tick.store.db import one, statement, write_tx
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -41,6 +41,9 @@ class Claim:
     covered: list[int]  # earlier, unclaimed minutes this run probes for (catch-up)
     missed: int  # unclaimed minutes too old to probe for, recorded as missed
     rerun: Rerun | None = None  # set when this is a --force rerun of a finished minute
+    # another run claimed the minute first: this one shares its buckets (claim_buckets), and
+    # has nothing to do when none is left
+    joined: bool = False
 
 
 MAX_MISSED_MINUTES = 90 * 1_440  # a longer gap is recorded for its last 90 days only
@@ -50,7 +53,8 @@ MAX_MISSED_MINUTES = 90 * 1_440  # a longer gap is recorded for its last 90 days
 # longest a tick can run): a clock that was ahead, or ours stepped back. A live tick takes it over,
 # missed, covered or run: otherwise one tick under a clock 3 hours ahead leaves the live ticks
 # that follow nothing to do (item 9 of issue 10), and a clock stepped back goes blind for the step.
-_CLAIMED_AHEAD = ":ahead_ms IS NOT NULL AND ticks.started_at_ms > :ahead_ms"
+# (the CAST gives PostgreSQL the parameter's type when it is NULL)
+_CLAIMED_AHEAD = "CAST(:ahead_ms AS BIGINT) IS NOT NULL AND ticks.started_at_ms > :ahead_ms"
 # what a take-over clears of the earlier run (the own minute's counts are rewritten by its write)
 _TAKEN_OVER = "finished_at_ms = NULL, unrecorded_ids = NULL, network_lost = 0"
 
@@ -85,7 +89,7 @@ def claim_minutes(
             params,
         )
         if cursor.rowcount != 1:
-            return None
+            return _join(conn, minute)
         if catch_up_minutes <= 0:
             return Claim(minute, [], 0)
         last = one(
@@ -109,6 +113,23 @@ def claim_minutes(
         return Claim(minute, sorted(row[0] for row in covered), len(missed))
 
 
+def _join(conn: Connection, minute: int) -> Claim | None:
+    """The claim of a run that comes second for `minute`: it shares the buckets of the run
+    that claimed the minute (and the minutes that run caught up). None when the minute was
+    caught up by another minute's run, or recorded as missed: nothing is left to share; and
+    always on SQLite, where one host runs each minute whole (nothing to share, and no claim
+    rows to write: the minute's row in the ledger is its claim)."""
+    if conn.engine == "sqlite":
+        return None
+    row = conn.execute("SELECT covered_by, missed FROM ticks WHERE minute = ?", (minute,)).fetchone()
+    if row is None or row[0] is not None or row[1]:
+        return None
+    covered = [
+        int(m) for (m,) in conn.execute("SELECT minute FROM ticks WHERE covered_by = ? ORDER BY minute", (minute,))
+    ]
+    return Claim(minute, covered, 0, joined=True)
+
+
 def _claim_forced(conn: Connection, minute: int, started_at_ms: int) -> Claim:
     """--force: a rerun of a finished run (see Rerun), or a fresh claim when nothing was recorded
     for `minute` (never claimed, missed, or its run died: finished_at_ms NULL)."""
@@ -126,7 +147,8 @@ def _claim_forced(conn: Connection, minute: int, started_at_ms: int) -> Claim:
     conn.execute(
         "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) "
         "ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, "
-        "finished_at_ms = NULL, covered_by = NULL, missed = 0, unrecorded_ids = NULL",
+        "finished_at_ms = NULL, covered_by = NULL, missed = 0, unrecorded_ids = NULL, "
+        "due = NULL, up = NULL, down = NULL, unknown = NULL, opened = NULL, resolved = NULL",
         (minute, started_at_ms),
     )
     return Claim(minute, [], 0)
@@ -134,7 +156,9 @@ def _claim_forced(conn: Connection, minute: int, started_at_ms: int) -> Claim:
 
 _INSERT_RANGE = (
     """
-WITH RECURSIVE r(m) AS (SELECT :first WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last)
+WITH RECURSIVE r(m) AS (
+  SELECT CAST(:first AS BIGINT) WHERE :first <= :last UNION ALL SELECT m + 1 FROM r WHERE m < :last
+)
 INSERT INTO ticks ({columns}) SELECT {values} FROM r WHERE true
 ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, covered_by = excluded.covered_by,
   missed = excluded.missed, """
@@ -143,3 +167,73 @@ ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, cover
     + _CLAIMED_AHEAD
     + "\nRETURNING minute\n"
 )
+
+
+BUCKETS = 64  # a monitor falls in bucket id % BUCKETS (schema.sql: claims)
+
+
+@dataclass(frozen=True)
+class Buckets:
+    """The (minute, bucket) claims one round of a run holds: its writes are conditional on them."""
+
+    minute: int
+    token: str
+    buckets: frozenset[int]
+
+    def holds(self, monitor: int) -> bool:
+        return monitor % BUCKETS in self.buckets
+
+
+# The server's clock decides whether a lease has expired (`{now}`): on SQLite, where every run
+# is on one machine, the run's own reading (:now_ms); PostgreSQL's statement replaces it with
+# the database server's clock (store/postgres.py), so hosts whose clocks disagree agree on it.
+# A run takes one :share-th of the buckets free (never claimed, or claimed under a lease that
+# has expired), at least one, or all of them (:all). Expired claims come first (a dead host's
+# work is the oldest); then buckets are offered from a different place for each run (:offset),
+# so that hosts asking at once take different buckets.
+CLAIM_BUCKETS = """
+WITH RECURSIVE b(bucket) AS (SELECT 0 UNION ALL SELECT bucket + 1 FROM b WHERE bucket < {buckets} - 1),
+free(bucket, n) AS (
+  SELECT bucket, row_number() OVER (
+           ORDER BY EXISTS (SELECT 1 FROM claims c WHERE c.minute = :minute AND c.bucket = b.bucket) DESC,
+                    (bucket + :offset) % {buckets}) FROM b
+   WHERE NOT EXISTS (SELECT 1 FROM claims c WHERE c.minute = :minute AND c.bucket = b.bucket
+                      AND (c.finished_at_ms IS NOT NULL OR c.lease_until_ms > {now}))
+),
+size(free) AS (SELECT count(*) FROM free)
+INSERT INTO claims (minute, bucket, host, token, claimed_at_ms, lease_until_ms)
+SELECT :minute, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
+ WHERE free.n <= CASE WHEN :all = 1 THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
+ON CONFLICT (minute, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
+  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms
+ WHERE claims.finished_at_ms IS NULL AND claims.lease_until_ms <= {now}
+RETURNING bucket
+"""
+
+
+def claim_buckets_sql(now: str) -> str:
+    """CLAIM_BUCKETS with the engine's clock for leases (see above)."""
+    return CLAIM_BUCKETS.format(now=now, buckets=BUCKETS)
+
+
+def claim_buckets(
+    conn: Connection, minute: int, *, host: str, token: str, now_ms: int, lease_ms: int, share: int, offset: int
+) -> Buckets:
+    """Claim, for `lease_ms`, one `share`-th (at least one; all when `share` is 1) of the
+    buckets of `minute` that no run has finished or holds under a live lease (a run that died,
+    or stopped past its lease, loses them). Empty when none is left."""
+    with write_tx(conn):
+        rows = conn.execute(
+            statement(conn, "claim_buckets", claim_buckets_sql(":now_ms")),
+            {
+                "minute": minute,
+                "host": host,
+                "token": token,
+                "now_ms": now_ms,
+                "lease_ms": lease_ms,
+                "share": share,
+                "all": share <= 1,
+                "offset": offset,
+            },
+        ).fetchall()
+    return Buckets(minute, token, frozenset(int(row[0]) for row in rows))

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor
-from monitor_tick.store.db import SETTING_COLUMNS, StoreError, dicts, inserted_id, one, write_tx
+from monitor_tick.store.db import SETTING_COLUMNS, StoreError, dicts, greatest, inserted_id, one, write_tx
 from monitor_tick.store.due import FLOOR
 from monitor_tick.store.reads import LATEST_RESULTS
 
@@ -46,7 +46,9 @@ def add_plan(conn: Connection, name: str, min_interval_sec: int) -> int:
         if one(conn, "SELECT id FROM plans WHERE name = ?", (name,)) is not None:
             raise StoreError(f"a plan named {name!r} exists")
         return inserted_id(
-            conn.execute("INSERT INTO plans (name, min_interval_sec) VALUES (?, ?)", (name, min_interval_sec))
+            conn.execute(
+                "INSERT INTO plans (name, min_interval_sec) VALUES (?, ?) RETURNING id", (name, min_interval_sec)
+            )
         )
 
 
@@ -56,7 +58,7 @@ def add_owner(conn: Connection, name: str, plan_name: str, plan_expires_at_ms: i
             raise StoreError(f"an owner named {name!r} exists")
         return inserted_id(
             conn.execute(
-                "INSERT INTO owners (name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?)",
+                "INSERT INTO owners (name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?) RETURNING id",
                 (name, plan_id(conn, plan_name), plan_expires_at_ms),
             )
         )
@@ -114,7 +116,8 @@ def insert_monitor(
     # the column names are Monitor's own field names, never user input
     return inserted_id(
         conn.execute(
-            f"INSERT INTO monitors ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)})", values
+            f"INSERT INTO monitors ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)}) RETURNING id",
+            values,
         )
     )
 
@@ -151,7 +154,8 @@ def add_maintenance(
         monitor, owner = scope(conn, monitor_ref, owner_name)
         return inserted_id(
             conn.execute(
-                "INSERT INTO maintenance_windows (monitor_id, owner_id, starts_at_ms, ends_at_ms) VALUES (?, ?, ?, ?)",
+                "INSERT INTO maintenance_windows (monitor_id, owner_id, starts_at_ms, ends_at_ms) "
+                "VALUES (?, ?, ?, ?) RETURNING id",
                 (monitor, owner, starts_at_ms, ends_at_ms),
             )
         )
@@ -164,7 +168,7 @@ def list_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
         f"""
         WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
         SELECT m.id, {SETTING_COLUMNS}, m.enabled, m.auto_paused, o.name AS owner, {LATEST_RESULTS},
-               max(m.interval_sec, {FLOOR}) AS effective_interval_sec,
+               {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec,
                EXISTS (SELECT 1 FROM maintenance_windows w
                         WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
                           AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,

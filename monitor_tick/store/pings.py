@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from monitor_tick.core.model import Pings
-from monitor_tick.store.db import StoreError, one, write_tx
+from monitor_tick.store.db import StoreError, one, statement, write_tx
 from monitor_tick.store.manage import monitor_id
 
 if TYPE_CHECKING:
@@ -17,16 +17,19 @@ if TYPE_CHECKING:
 PING_SIGNALS = ("ok", "fail", "start")
 
 
+# `?`: the ids as a JSON array (one parameter however many)
+_HEARTBEAT_PINGS = (
+    "SELECT m.id, m.created_at_ms, p.last_ping_ms, coalesce(p.last_ping_failed, 0), p.last_duration_ms "
+    "FROM monitors m LEFT JOIN pings p ON p.monitor_id = m.id "
+    "WHERE m.id IN (SELECT value FROM json_each(?))"
+)
+
+
 def heartbeat_pings(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, Pings]:
     """The last signals of these monitors, in one query (the tick hands them to the heartbeat probe)."""
     return {
         int(row[0]): Pings(int(row[1]), row[2], bool(row[3]), row[4])
-        for row in conn.execute(
-            "SELECT m.id, m.created_at_ms, p.last_ping_ms, coalesce(p.last_ping_failed, 0), p.last_duration_ms "
-            "FROM monitors m LEFT JOIN pings p ON p.monitor_id = m.id "
-            "WHERE m.id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(monitor_ids)),),
-        )
+        for row in conn.execute(statement(conn, "heartbeat_pings", _HEARTBEAT_PINGS), (json.dumps(list(monitor_ids)),))
     }
 
 
@@ -56,8 +59,8 @@ INSERT INTO pings (monitor_id, last_ping_ms, last_ping_failed) VALUES (:monitor_
 ON CONFLICT (monitor_id) DO UPDATE SET
   last_ping_ms = excluded.last_ping_ms,
   last_ping_failed = excluded.last_ping_failed,
-  last_duration_ms = CASE WHEN started_at_ms <= excluded.last_ping_ms
-                          THEN excluded.last_ping_ms - started_at_ms END,
+  last_duration_ms = CASE WHEN pings.started_at_ms <= excluded.last_ping_ms
+                          THEN excluded.last_ping_ms - pings.started_at_ms END,
   started_at_ms = NULL
 """
 

@@ -47,7 +47,7 @@ def report(conn: Connection, since_ms: int, now_ms: int) -> list[dict[str, Any]]
           FROM monitors m
           LEFT JOIN rollups r ON r.monitor_id = m.id AND r.hour_start_ms >= :since_hour_ms
           LEFT JOIN pings ON pings.monitor_id = m.id
-         GROUP BY m.id
+         GROUP BY m.id, pings.monitor_id
          ORDER BY m.id
         """,
         {"since_hour_ms": hour_start_ms(since_ms), "since_ms": since_ms, "now_ms": now_ms},
@@ -79,14 +79,16 @@ def rollups_by_day(conn: Connection, since_ms: int, tier_starts_ms: Sequence[int
     nested windows: the rows of window k are those with tier >= k. A day cut by a window's start
     comes back as two rows. Each monitor's hours are read through the primary key.
     """
-    tiers = " + ".join(f"(r.hour_start_ms >= :tier{k})" for k in range(len(tier_starts_ms))) or "0"
+    tiers = " + ".join(f"CASE WHEN r.hour_start_ms >= :tier{k} THEN 1 ELSE 0 END" for k in range(len(tier_starts_ms)))
+    tiers = tiers or "0"
     return dicts(
         conn,
         f"""
         SELECT r.monitor_id, r.hour_start_ms / :ms_per_day AS day, {tiers} AS tier,
                sum(r.checks) AS checks, sum(r.failures) AS failures, sum(r.latency_ms_sum) AS latency_ms_sum
           FROM monitors m
-          CROSS JOIN rollups r ON r.monitor_id = m.id AND r.hour_start_ms >= :since_hour_ms
+          CROSS JOIN rollups r
+         WHERE r.monitor_id = m.id AND r.hour_start_ms >= :since_hour_ms
          GROUP BY r.monitor_id, day, tier
         """,
         {
@@ -109,7 +111,7 @@ def recent_incidents(conn: Connection, since_ms: int, per_monitor: int) -> list[
                    count(*) OVER (PARTITION BY i.monitor_id) AS total
               FROM incidents i
              WHERE i.resolved_at_ms IS NULL OR i.resolved_at_ms >= :since_ms
-        ) WHERE n <= :per_monitor
+        ) AS ranked WHERE n <= :per_monitor
          ORDER BY monitor_id, started_at_ms DESC
         """,
         {"since_ms": since_ms, "per_monitor": per_monitor},
@@ -127,11 +129,11 @@ def tick_gaps(conn: Connection, from_minute: int, until_minute: int) -> list[tup
             WITH ran(minute) AS (
                 SELECT minute FROM ticks
                  WHERE minute >= :from AND minute < :until AND missed = 0 AND finished_at_ms IS NOT NULL
-                UNION ALL SELECT :until
+                UNION ALL SELECT CAST(:until AS INTEGER)
             )
             SELECT previous + 1, minute FROM (
                 SELECT minute, lag(minute, 1, :from - 1) OVER (ORDER BY minute) AS previous FROM ran
-            ) WHERE minute > previous + 1
+            ) AS runs WHERE minute > previous + 1
             """,
             {"from": from_minute, "until": until_minute},
         )
@@ -177,3 +179,22 @@ LATEST_RESULTS = """
   ORDER BY rr.hour_start_ms DESC LIMIT 1) AS cert_expires_at_ms,
 pings.last_ping_ms, pings.last_ping_failed, pings.last_duration_ms, pings.started_at_ms
 """
+
+
+def host_minutes(conn: Connection, from_minute: int) -> list[dict[str, Any]]:
+    """Per minute from `from_minute` on, per host that claimed buckets of it: how many buckets,
+    how many of them it never finished (it died, or lost them to another host), the checks it
+    recorded, and when its first claim and its last write were (epoch ms)."""
+    return dicts(
+        conn,
+        """
+        SELECT minute, host, count(*) AS buckets,
+               sum(CASE WHEN finished_at_ms IS NULL THEN 1 ELSE 0 END) AS unfinished,
+               coalesce(sum(checks), 0) AS checks,
+               min(claimed_at_ms) AS first_claim_ms, max(finished_at_ms) AS last_write_ms
+          FROM claims WHERE minute >= :from
+         GROUP BY minute, host
+         ORDER BY minute, host
+        """,
+        {"from": from_minute},
+    )

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING
 from monitor_tick.core.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.core.incidents import Open, Step, Transition, step
 from monitor_tick.core.model import AlertSettings, CheckResult
-from monitor_tick.store.db import inserted_id, one, write_tx
+from monitor_tick.store.db import greatest, inserted_id, least, one, statement, write_tx
 from monitor_tick.store.deliveries import record_event
-from monitor_tick.store.ledger import Rerun
+from monitor_tick.store.ledger import BUCKETS, Buckets, Rerun
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -31,22 +31,32 @@ class WriteSummary:
     confirmed: list[int] = field(default_factory=list)  # incidents announced as down this tick
 
 
-_UPSERT_ROLLUP = """
+# One text for both engines: columns of the stored row are qualified (PostgreSQL finds a bare
+# name ambiguous beside `excluded`), and the scalar min/max are written as CASE (db.least).
+_UPSERT_ROLLUP = f"""
 INSERT INTO rollups (monitor_id, hour_start_ms, checks, failures, latency_ms_sum,
                      latency_ms_min, latency_ms_max, last_check_ms, cert_expires_at_ms)
 VALUES (:monitor_id, :hour_start_ms, 1, :failures, :latency_ms, :latency_min, :latency_max, :at_ms,
         :cert_expires_at_ms)
 ON CONFLICT (monitor_id, hour_start_ms) DO UPDATE SET
-  cert_expires_at_ms = CASE WHEN excluded.last_check_ms >= last_check_ms
-                            THEN excluded.cert_expires_at_ms ELSE cert_expires_at_ms END,
-  checks = checks + 1,
-  failures = failures + excluded.failures,
-  latency_ms_sum = latency_ms_sum + excluded.latency_ms_sum,
-  latency_ms_min = min(coalesce(latency_ms_min, excluded.latency_ms_min),
-                       coalesce(excluded.latency_ms_min, latency_ms_min)),
-  latency_ms_max = max(coalesce(latency_ms_max, excluded.latency_ms_max),
-                       coalesce(excluded.latency_ms_max, latency_ms_max)),
-  last_check_ms = max(last_check_ms, excluded.last_check_ms)
+  cert_expires_at_ms = CASE WHEN excluded.last_check_ms >= rollups.last_check_ms
+                            THEN excluded.cert_expires_at_ms ELSE rollups.cert_expires_at_ms END,
+  checks = rollups.checks + 1,
+  failures = rollups.failures + excluded.failures,
+  latency_ms_sum = rollups.latency_ms_sum + excluded.latency_ms_sum,
+  latency_ms_min = {
+    least(
+        "coalesce(rollups.latency_ms_min, excluded.latency_ms_min)",
+        "coalesce(excluded.latency_ms_min, rollups.latency_ms_min)",
+    )
+},
+  latency_ms_max = {
+    greatest(
+        "coalesce(rollups.latency_ms_max, excluded.latency_ms_max)",
+        "coalesce(excluded.latency_ms_max, rollups.latency_ms_max)",
+    )
+},
+  last_check_ms = {greatest("rollups.last_check_ms", "excluded.last_check_ms")}
 RETURNING last_check_ms
 """
 
@@ -61,6 +71,7 @@ def write_results(
     network_lost: bool = False,
     ahead_after_ms: int | None = None,
     rerun: Rerun | None = None,
+    buckets: Buckets | None = None,
 ) -> WriteSummary:
     """Write one tick's results in one transaction: a rollup upsert per decided check, an
     incident step per down check or per up check of a monitor with an open incident (see
@@ -75,8 +86,13 @@ def write_results(
     clock that was ahead counted it, and it makes nothing stale, so it cannot hide an outage.
 
     `rerun` (a --force rerun; `results` holds only what it may record): the run's ledger row
-    keeps its figures and is told what is now recorded. Raises DatabaseError; nothing is
-    written then.
+    keeps its figures and is told what is now recorded.
+
+    `buckets` (one round of a run that shares its minute, see ledger.claim_buckets): only the
+    results of monitors in buckets this run still holds are written (another run may have taken
+    a bucket over after our lease expired: its results count, ours are dropped); the buckets
+    are marked finished, the ledger's figures add up over rounds and runs, and the minute is
+    finished with its last bucket. Raises DatabaseError; nothing is written then.
     """
     up = down = unknown = stale = 0
     opened: list[int] = []
@@ -88,6 +104,10 @@ def write_results(
     with write_tx(conn):
         open_by_monitor = _open_incidents(conn)
         results = list(results)
+        held: set[int] = set()
+        if buckets is not None:
+            held = _still_held(conn, buckets)
+            results = [r for r in results if r.monitor_id % BUCKETS in held]
         # a monitor removed while the tick probed: its result has nowhere to go
         existing = _alert_thresholds(conn, [r.monitor_id for r in results])
         for result in results:
@@ -138,13 +158,22 @@ def write_results(
             )
             return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
         own_minute, *covered = minutes or [None]  # no minute: results only (bench, tests)
+        minute_finished_ms: int | None = finished_at_ms
+        if buckets is not None:
+            _finish_buckets(conn, buckets, held, results, finished_at_ms)
+            unrecorded += json.loads(
+                one(conn, "SELECT unrecorded_ids FROM ticks WHERE minute = ?", (own_minute,)) or "[]"
+            )
+            if one(conn, _FINISHED_BUCKETS, (own_minute,)) != BUCKETS:
+                minute_finished_ms = None  # other buckets are still being probed
         conn.execute(
-            "UPDATE ticks SET finished_at_ms = :finished, due = :due, up = :up, down = :down, "
-            "unknown = :unknown, opened = :opened, resolved = :resolved, unrecorded_ids = :unrecorded "
-            "WHERE minute = :minute",
+            "UPDATE ticks SET finished_at_ms = :finished, due = coalesce(due, 0) + :due, up = coalesce(up, 0) + :up, "
+            "down = coalesce(down, 0) + :down, unknown = coalesce(unknown, 0) + :unknown, "
+            "opened = coalesce(opened, 0) + :opened, resolved = coalesce(resolved, 0) + :resolved, "
+            "unrecorded_ids = :unrecorded WHERE minute = :minute",
             {
                 "unrecorded": _id_list(unrecorded),
-                "finished": finished_at_ms,
+                "finished": minute_finished_ms,
                 "due": up + down + unknown,
                 "up": up,
                 "down": down,
@@ -154,13 +183,39 @@ def write_results(
                 "minute": own_minute,
             },
         )
-        conn.executemany(
-            "UPDATE ticks SET finished_at_ms = ? WHERE minute = ? AND covered_by = ?",
-            [(finished_at_ms, minute, own_minute) for minute in covered],
-        )
+        if minute_finished_ms is not None:
+            conn.executemany(
+                "UPDATE ticks SET finished_at_ms = ? WHERE minute = ? AND covered_by = ?",
+                [(minute_finished_ms, minute, own_minute) for minute in covered],
+            )
         if network_lost:
             _mark_network_lost(conn, minutes)
     return WriteSummary(up, down, unknown, opened, resolved, stale, confirmed)
+
+
+_FINISHED_BUCKETS = "SELECT count(*) FROM claims WHERE minute = ? AND finished_at_ms IS NOT NULL"
+
+
+def _still_held(conn: Connection, buckets: Buckets) -> set[int]:
+    """Those of `buckets` this run still holds (nobody took them over since)."""
+    rows = conn.execute(
+        "SELECT bucket FROM claims WHERE minute = ? AND token = ? AND finished_at_ms IS NULL",
+        (buckets.minute, buckets.token),
+    )
+    return {int(row[0]) for row in rows} & buckets.buckets
+
+
+def _finish_buckets(
+    conn: Connection, buckets: Buckets, held: set[int], results: list[CheckResult], finished_at_ms: int
+) -> None:
+    checks = {bucket: 0 for bucket in held}
+    for result in results:
+        if result.status != "unknown":
+            checks[result.monitor_id % BUCKETS] += 1
+    conn.executemany(
+        "UPDATE claims SET finished_at_ms = ?, checks = ? WHERE minute = ? AND bucket = ? AND token = ?",
+        [(finished_at_ms, count, buckets.minute, bucket, buckets.token) for bucket, count in checks.items()],
+    )
 
 
 _NEVER = 2**62  # no instant is counted after it: for replays every newer check is a later one
@@ -223,6 +278,8 @@ def housekeep(
             "DELETE FROM rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),)
         ).rowcount
         conn.execute("DELETE FROM ticks WHERE minute < ?", (minute_of_ms(now_ms - retention_ms),))
+        # who ran which bucket matters for a while (`monitor-tick hosts`), not for reports
+        conn.execute("DELETE FROM claims WHERE minute < ?", (minute_of_ms(now_ms - CLAIMS_KEPT_MS),))
         # deliveries go with their events (ON DELETE CASCADE)
         conn.execute(
             "DELETE FROM incident_events WHERE created_at_ms < ? AND incident_id NOT IN "
@@ -237,6 +294,7 @@ RETENTION_DEFAULT_MS = 400 * MS_PER_DAY
 
 AUTO_PAUSE_DEFAULT_MS = 7 * MS_PER_DAY
 AUTO_PAUSE_MIN_INTERVALS = 3
+CLAIMS_KEPT_MS = 7 * MS_PER_DAY  # 64 rows a minute on PostgreSQL: a week of them
 
 
 def _open_incidents(conn: Connection) -> dict[int, tuple[int, Open]]:
@@ -249,14 +307,19 @@ def _open_incidents(conn: Connection) -> dict[int, tuple[int, Open]]:
     }
 
 
+# `?`: the ids as a JSON array (one parameter however many)
+_ALERT_THRESHOLDS = (
+    "SELECT id, alert_after_checks, resolve_after_checks, remind_every_sec FROM monitors "
+    "WHERE id IN (SELECT value FROM json_each(?))"
+)
+
+
 def _alert_thresholds(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, AlertSettings]:
     """The alert settings of those of `monitor_ids` that still exist."""
     return {
         row[0]: AlertSettings(row[1], row[2], row[3])
         for row in conn.execute(
-            "SELECT id, alert_after_checks, resolve_after_checks, remind_every_sec FROM monitors "
-            "WHERE id IN (SELECT value FROM json_each(?))",
-            (json.dumps(list(monitor_ids)),),
+            statement(conn, "alert_thresholds", _ALERT_THRESHOLDS), (json.dumps(list(monitor_ids)),)
         )
     }
 
@@ -284,7 +347,7 @@ def _apply_incident_step(
         incident_id = inserted_id(
             conn.execute(
                 "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status, state, down_checks, "
-                "up_checks, confirmed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "up_checks, confirmed_at_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
                 (
                     result.monitor_id,
                     at_ms,

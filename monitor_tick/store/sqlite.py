@@ -15,14 +15,30 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 from urllib.parse import quote
 
-from monitor_tick.store.db import StoreError
+from monitor_tick.store.db import StoreError, script_statements
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
-# The connection the store's functions take, and what its statements raise (callers catch it
-# and word it with describe_error)
-Connection = sqlite3.Connection
+
+
+class Connection(sqlite3.Connection):
+    """A SQLite connection as the store's modules use it (see db.py: the PostgreSQL engine's
+    connection has the same few methods)."""
+
+    engine = "sqlite"
+    statements: dict[str, str] = {}  # SQLite runs every statement as the modules write it
+
+    def begin_write(self) -> None:
+        # the write lock up front: a deferred transaction that reads and then writes gets
+        # SQLITE_BUSY at once in WAL mode, ignoring the busy timeout
+        self.execute("BEGIN IMMEDIATE")
+
+    def rollback_quietly(self) -> None:
+        self.execute("ROLLBACK")
+
+
+# What the statements raise (callers catch it and word it with describe_error)
 DatabaseError = sqlite3.Error
 # The -wal file: checkpointed once it holds this much, and cut back to it when SQLite starts it
 # over (journal_size_limit). Without the cut, a -wal grown while a reader held a transaction open
@@ -49,7 +65,7 @@ def db_path_problem(path: str) -> str | None:
 
 def open_db(
     path: str, *, create: bool = True, migrate: bool = True, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
-) -> sqlite3.Connection:
+) -> Connection:
     """Open (and on first use create, readable by its owner only) the database at `path`;
     upgrade an older schema (see migrations/), unless `migrate` is false (read-only commands):
     then an older schema is refused.
@@ -76,7 +92,7 @@ def open_db(
             raise StoreError(f"no database at {path}")
         _create_private_file(path)
 
-    def prepare(conn: sqlite3.Connection) -> None:
+    def prepare(conn: Connection) -> None:
         _configure(conn, busy_timeout_s)
         _ensure_schema(conn, path, migrate=migrate)
 
@@ -87,9 +103,9 @@ def _connect(
     path: str,
     mode: str,
     busy_timeout_s: float,
-    prepare: Callable[[sqlite3.Connection], None],
+    prepare: Callable[[Connection], None],
     describe: Callable[[sqlite3.Error, str], str],
-) -> sqlite3.Connection:
+) -> Connection:
     """Connect to `path` in SQLite's `mode` (rw, ro) and run `prepare` on the connection; on any
     error close it and raise StoreError (`describe` words a sqlite3 error)."""
     try:
@@ -99,6 +115,7 @@ def _connect(
             timeout=busy_timeout_s,
             isolation_level=None,
             check_same_thread=False,
+            factory=Connection,
         )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from None
@@ -137,12 +154,12 @@ def _check_header(path: str) -> None:
         raise StoreError(f"not a SQLite database: {path}")
 
 
-def set_busy_timeout(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
+def set_busy_timeout(conn: Connection, busy_timeout_s: float) -> None:
     """From now on, a write waits at most `busy_timeout_s` (>= 0) for another writer's lock."""
     conn.execute(f"PRAGMA busy_timeout = {int(max(busy_timeout_s, 0) * 1000)}")
 
 
-def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
+def _configure(conn: Connection, busy_timeout_s: float) -> None:
     set_busy_timeout(conn, busy_timeout_s)
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")
@@ -152,7 +169,7 @@ def _configure(conn: sqlite3.Connection, busy_timeout_s: float) -> None:
     conn.execute(f"PRAGMA journal_size_limit = {WAL_LIMIT_BYTES}")
 
 
-def open_read_only(path: str, *, any_version: bool = False) -> sqlite3.Connection:
+def open_read_only(path: str, *, any_version: bool = False) -> Connection:
     """Open the database at `path` for reading only (SQLite's mode=ro): never created, written or
     upgraded, so a read-only file (or one in a read-only directory) still serves the commands
     that only read. Raises StoreError when there is no database, it is not monitor-tick's, its
@@ -165,14 +182,14 @@ def open_read_only(path: str, *, any_version: bool = False) -> sqlite3.Connectio
         raise StoreError(f"no database at {path}")
     _check_header(path)
 
-    def prepare(conn: sqlite3.Connection) -> None:
+    def prepare(conn: Connection) -> None:
         conn.execute(f"PRAGMA busy_timeout = {int(DEFAULT_BUSY_TIMEOUT_S * 1000)}")
         version = conn.execute("PRAGMA user_version").fetchone()[0]  # the first read of the file
         if version == 0:
             _refuse_foreign(conn, path)
             raise StoreError(f"no database at {path} (the file is empty: no command has written it yet)")
         if not any_version:
-            _check_version(version, path, migrate=False)
+            check_version(version, path, migrate=False)
 
     return _connect(path, "ro", DEFAULT_BUSY_TIMEOUT_S, prepare, _read_error)
 
@@ -245,14 +262,15 @@ def _read_error(exc: sqlite3.Error, path: str) -> str:
     return describe_error(exc, path)
 
 
-def _refuse_foreign(conn: sqlite3.Connection, path: str) -> None:
+def _refuse_foreign(conn: Connection, path: str) -> None:
     """Raise StoreError when a database at schema version 0 already has tables (not ours)."""
     if conn.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()[0]:
         raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
 
 
-def _check_version(version: int, path: str, *, migrate: bool) -> None:
-    """Raise StoreError for a schema this program cannot use: newer, or older without `migrate`."""
+def check_version(version: int, path: str, *, migrate: bool) -> None:
+    """Raise StoreError for a schema this program cannot use: newer, or older without `migrate`
+    (`path`: the database as messages name it; PostgreSQL's engine words its versions the same)."""
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"database {path} has schema version {version}, newer than this monitor-tick "
@@ -265,11 +283,11 @@ def _check_version(version: int, path: str, *, migrate: bool) -> None:
         )
 
 
-def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> None:
+def _ensure_schema(conn: Connection, path: str, *, migrate: bool) -> None:
     version = conn.execute("PRAGMA user_version").fetchone()[0]
     if version == SCHEMA_VERSION:
         return
-    _check_version(version, path, migrate=migrate)
+    check_version(version, path, migrate=migrate)
     # table rebuilds (see migrations/) need foreign keys off, and that cannot change inside a
     # transaction; foreign_key_check below stands in for them before the upgrade commits
     conn.execute("PRAGMA foreign_keys = OFF")
@@ -295,7 +313,7 @@ def _ensure_schema(conn: sqlite3.Connection, path: str, *, migrate: bool) -> Non
     conn.execute("PRAGMA journal_mode = WAL")
 
 
-def _migrate(conn: sqlite3.Connection, path: str, version: int) -> None:
+def _migrate(conn: Connection, path: str, version: int) -> None:
     """Upgrade a database at schema `version` to SCHEMA_VERSION inside the caller's transaction:
     every step of migrations/ above `version`, in order. A failed step raises, and the caller
     rolls all of them back: the file stays at `version`, unchanged."""
@@ -314,18 +332,7 @@ def _migrate(conn: sqlite3.Connection, path: str, version: int) -> None:
 
 def _statements(script: str) -> Iterator[str]:
     """Split schema.sql or a migration into statements (no semicolons inside strings or triggers)."""
-    buffer: list[str] = []
-    for line in script.splitlines():
-        if line.lstrip().startswith("--"):
-            continue
-        buffer.append(line)
-        if line.rstrip().endswith(";"):
-            statement = "\n".join(buffer).strip()
-            buffer = []
-            if sqlite3.complete_statement(statement):
-                yield statement
-    if "".join(buffer).strip():
-        raise StoreError("a schema script ends inside a statement")
+    return (statement for statement in script_statements(script) if sqlite3.complete_statement(statement))
 
 
 def describe_error(exc: sqlite3.Error, path: str) -> str:
@@ -359,7 +366,7 @@ def _no_space_left(path: str) -> bool:
     return blocks * fs.f_frsize < _FULL_BELOW_BYTES
 
 
-def read_db(path: str, read: Callable[[sqlite3.Connection], _T]) -> _T:
+def read_db(path: str, read: Callable[[Connection], _T]) -> _T:
     """Open the database at `path` read-only (open_read_only), call `read` with the connection,
     close it. Raises StoreError, for sqlite3 errors during `read` too."""
     conn = open_read_only(path)

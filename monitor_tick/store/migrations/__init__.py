@@ -13,6 +13,10 @@ How a step is written (SQLite):
   its indexes again). Foreign keys are off while steps run and checked before the commit.
 - No step reads the clock, and no step is ever edited once released: fix forward.
 
+PostgreSQL (whose support began at version 3) has its own steps, `NNNN_what.postgres.sql`, one
+for every SQLite step after 0003 with the same number, to the same result as
+schema_postgres.sql (a test holds both engines' steps to the same versions).
+
 All pending steps run in one transaction, applied by the first command that writes (a tick,
 add, ...), never by a read-only one; a failed step leaves the file as it was.
 """
@@ -30,19 +34,30 @@ class Step:
     sql: str
 
 
-def steps() -> list[Step]:
-    """Every step, in version order. Raises ValueError when the files skip or repeat a version."""
+# PostgreSQL support began at schema version 3: its steps start after it
+FIRST_POSTGRES_VERSION = 3
+_SUFFIX = {"sqlite": ".sql", "postgresql": ".postgres.sql"}
+
+
+def steps(engine: str = "sqlite") -> list[Step]:
+    """Every step of `engine` ("sqlite": NNNN_what.sql; "postgresql": NNNN_what.postgres.sql),
+    in version order. Raises ValueError when the files skip or repeat a version."""
     found = []
+    suffix = _SUFFIX[engine]
     for entry in resources.files(__name__).iterdir():
-        if entry.name.endswith(".sql"):
-            number, _, rest = entry.name.partition("_")
-            found.append(Step(int(number), rest.removesuffix(".sql"), entry.read_text(encoding="utf-8")))
+        name = entry.name
+        if name.endswith(suffix) and (engine == "postgresql" or not name.endswith(_SUFFIX["postgresql"])):
+            number, _, rest = name.partition("_")
+            found.append(Step(int(number), rest.removesuffix(suffix), entry.read_text(encoding="utf-8")))
     found.sort(key=lambda step: step.version)
-    if [step.version for step in found] != list(range(2, len(found) + 2)):
-        raise ValueError(f"migrations must be numbered 0002, 0003, ... without gaps: {[s.version for s in found]}")
+    first = 2 if engine == "sqlite" else FIRST_POSTGRES_VERSION + 1
+    if [step.version for step in found] != list(range(first, len(found) + first)):
+        raise ValueError(
+            f"{engine} migrations must be numbered from {first:04} without gaps: {[s.version for s in found]}"
+        )
     return found
 
 
-def steps_after(version: int) -> list[Step]:
-    """The steps that upgrade a database at schema `version` to the newest."""
-    return [step for step in steps() if step.version > version]
+def steps_after(version: int, engine: str = "sqlite") -> list[Step]:
+    """The steps that upgrade a database of `engine` at schema `version` to the newest."""
+    return [step for step in steps(engine) if step.version > version]
