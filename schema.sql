@@ -1,4 +1,4 @@
--- monitor-tick schema, version 3 (PRAGMA user_version = 3; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 4 (PRAGMA user_version = 4; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -258,3 +258,13 @@ CREATE TABLE pings (
     started_at_ms    INTEGER,
     last_duration_ms INTEGER
 ) STRICT;
+
+-- The largest id each table has handed out. SQLite gives a new row the largest rowid + 1, so
+-- the id of the newest row, once deleted, would go to the next one: a badge URL or a metrics
+-- series would silently switch to another monitor. Inserts take max(this, max(id)) + 1 instead
+-- (store.db.insert_row), so no id of monitors, owners, plans, maintenance_windows or channels is
+-- ever given twice. A mark instead of AUTOINCREMENT: that needs each table rebuilt.
+CREATE TABLE id_high_water (
+    table_name TEXT    PRIMARY KEY,
+    last_id    INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;

@@ -1,9 +1,10 @@
-"""Monitors, plans, owners and maintenance windows: `add`, `list`, `pause`, `resume`, `remove`,
-`plan add`, `owner add`, `maintenance add`."""
+"""Monitors: `add`, `list`, `pause`, `resume`, `remove` (`edit` is in cli/edit.py; plans,
+owners and maintenance windows in cli/accounts.py)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
 import typer
 
@@ -13,30 +14,61 @@ from monitor_tick.cli.common import (
     DbOption,
     JsonOption,
     change,
-    checked_name,
     connect,
     db_path,
     duration_or_zero_s,
     duration_s,
     fail,
-    instant_ms,
     latest_results,
     read,
     shown_name,
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
-from monitor_tick.core.model import MAX_INTERVAL_SEC, AlertSettings, InvalidMonitor, check_alert_settings
+from monitor_tick.core.model import OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings
 from monitor_tick.core.redact import redact_url
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
-plan_app = typer.Typer(help="Plans: the shortest interval their owners' monitors run at.", no_args_is_help=True)
-owner_app = typer.Typer(help="Owners: who monitors belong to, and on which plan.", no_args_is_help=True)
-maintenance_app = typer.Typer(help="Maintenance windows: times when monitors are not probed.", no_args_is_help=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Monitors
+
+
+# `add`'s parameters that set a Monitor option under another name, and how their text becomes
+# the option's value; a parameter named like its option, taken as Typer parses it, needs
+# neither. `edit` takes the same parameters (cli/edit.py), so an option added here is editable.
+_OPTION_OF_PARAMETER = {
+    "expect": "expect_status",
+    "expires_within": "expires_within_sec",
+    "grace": "grace_sec",
+    "timeout": "timeout_s",
+}
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "method": str.upper,
+    "expires_within": lambda text: round(duration_s(text, "--expires-within")),
+    "grace": lambda text: round(duration_or_zero_s(text, "--grace")),
+    "timeout": lambda text: duration_s(text, "--timeout"),
+}
+
+
+def given_options(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The Monitor options among `add`'s (or `edit`'s) parameter values, converted, leaving out
+    those not given (None). Exits 2 on a bad value."""
+    given = {}
+    for parameter, value in parameters.items():
+        option = _OPTION_OF_PARAMETER.get(parameter, parameter)
+        if option in OPTIONS and value is not None:
+            given[option] = _CONVERT.get(parameter, lambda v: v)(value)
+    return given
+
+
+def interval_s(every: str) -> int:
+    """--every as whole seconds; exits 2 unless it is whole minutes (the range is the model's check)."""
+    interval = duration_s(every, "--every")
+    if interval != int(interval):
+        fail(f"--every: interval must be whole minutes (got {every})", 2)
+    return int(interval)
 
 
 @app.command()
@@ -112,28 +144,11 @@ def add(
 ) -> None:
     """Add a monitor and print its id (a heartbeat's token). Example: monitor-tick add https://example.org --every 1m"""
     probes = deferred.probes()
-    interval = duration_s(every, "--every")
-    if interval != int(interval):
-        fail(f"--every: interval must be whole minutes (got {every})", 2)
-    options = {
-        "method": None if method is None else method.upper(),
-        "expect_status": expect,
-        "keyword": keyword,
-        "keyword_absent": keyword_absent,
-        "expires_within_sec": None if expires_within is None else round(duration_s(expires_within, "--expires-within")),
-        "grace_sec": None if grace is None else round(duration_or_zero_s(grace, "--grace")),
-        "timeout_s": None if timeout is None else duration_s(timeout, "--timeout"),
-        "retries": retries,
-    }
+    interval = interval_s(every)
+    given = given_options(locals())
     remind_s = duration_s(remind, "--remind") if remind else None
     try:
-        monitor = probes.new_monitor(
-            name=name,
-            url=url,
-            interval_sec=int(interval),
-            aligned=aligned,
-            given={option: value for option, value in options.items() if value is not None},
-        )
+        monitor = probes.new_monitor(name=name, url=url, interval_sec=interval, aligned=aligned, given=given)
         alert_settings = check_alert_settings(
             AlertSettings(alert_after, resolve_after, None if remind_s is None else round(remind_s))
         )
@@ -200,69 +215,10 @@ def resume(
 def remove(
     ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
 ) -> None:
-    """Delete a monitor with its rollups and incidents."""
-    change(ctx, db, lambda conn: store.remove_monitor(conn, monitor))
-
-
-# ---------------------------------------------------------------------------------------------
-# Plans, owners, maintenance
-
-
-@plan_app.command("add")
-def plan_add(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Plan name.")],
-    min_interval: Annotated[str, typer.Option(help="The shortest interval for this plan's monitors, e.g. 5m.")],
-    db: DbOption = None,
-) -> None:
-    """Add a plan. Example: monitor-tick plan add free --min-interval 5m"""
-    floor_s = duration_s(min_interval, "--min-interval")
-    if floor_s < 60 or floor_s % 60:
-        fail(f"--min-interval must be whole minutes, at least 1m (got {min_interval})", 2)
-    if floor_s > MAX_INTERVAL_SEC:
-        fail(f"--min-interval must be at most {clock.format_duration_s(MAX_INTERVAL_SEC)} (got {min_interval})", 2)
-    checked_name(name, "plan name")
-    change(ctx, db, lambda conn: store.add_plan(conn, name, int(floor_s)))
-
-
-@owner_app.command("add")
-def owner_add(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Owner name.")],
-    plan: Annotated[str, typer.Option(help="Plan name (see `plan add`).")] = "default",
-    expires: Annotated[
-        str | None,
-        typer.Option(
-            help="When the plan ends (ISO-8601, UTC unless an offset is given); the default plan applies after."
-        ),
-    ] = None,
-    db: DbOption = None,
-) -> None:
-    """Add an owner. Example: monitor-tick owner add alice --plan pro --expires 2027-01-01"""
-    expires_ms = instant_ms(expires, "--expires") if expires else None
-    checked_name(name, "owner name")
-    change(ctx, db, lambda conn: store.add_owner(conn, name, plan, expires_ms))
-
-
-@maintenance_app.command("add")
-def maintenance_add(
-    ctx: typer.Context,
-    from_: Annotated[str, typer.Option("--from", help="Start (ISO-8601, UTC unless an offset is given).")],
-    until: Annotated[str, typer.Option(help="End, exclusive (ISO-8601).")],
-    monitor: Annotated[str | None, typer.Option(help="Monitor id or name.")] = None,
-    owner: Annotated[str | None, typer.Option(help="Owner name: covers all their monitors.")] = None,
-    db: DbOption = None,
-) -> None:
-    """Add a maintenance window for one monitor or for all of an owner's monitors."""
-    if (monitor is None) == (owner is None):
-        fail("give exactly one of --monitor or --owner", 2)
-    starts_ms, ends_ms = instant_ms(from_, "--from"), instant_ms(until, "--until")
-    if ends_ms <= starts_ms:
-        fail("--until must be after --from", 2)
-    change(
-        ctx,
-        db,
-        lambda conn: store.add_maintenance(
-            conn, monitor_ref=monitor, owner_name=owner, starts_at_ms=starts_ms, ends_at_ms=ends_ms
-        ),
+    """Delete a monitor with its rollups and incidents, and say what went. Its id is never given
+    to another monitor."""
+    removed = change(ctx, db, lambda conn: store.remove_monitor(conn, monitor))
+    typer.echo(
+        f"removed monitor {removed['id']} ({shown_name(removed['name'])}) with {removed['rollup_hours']} rollup hours, "
+        f"{removed['incidents']} incidents, {removed['windows']} maintenance windows, {removed['channels']} channels"
     )

@@ -9,7 +9,7 @@
     due.py         due selection (SELECT_DUE) and the rollups that order the probes
     results.py     a tick's results: rollups, incident steps, the ledger's figures; housekeeping
     deliveries.py  incident events, channels, the deliveries outbox, settings
-    manage.py      plans, owners, monitors, maintenance windows (add, list, pause, remove)
+    manage.py      plans, owners, monitors, maintenance windows (add, edit, list, pause, remove)
     reads.py       report, status page, badges and metrics: reads only
     pings.py       heartbeat tokens and pings
 
@@ -46,11 +46,21 @@ from monitor_tick.store.manage import (
     add_monitor,
     add_owner,
     add_plan,
+    edit_owner,
+    edit_plan,
     incidents_for,
+    list_maintenance,
     list_monitors,
+    list_owners,
+    list_plans,
     monitor_id,
+    monitor_row,
+    remove_maintenance,
     remove_monitor,
+    remove_owner,
+    remove_plan,
     set_paused,
+    update_monitor,
 )
 from monitor_tick.store.pings import heartbeat_by_token, heartbeat_id, heartbeat_pings, record_ping
 from monitor_tick.store.reads import (
@@ -137,6 +147,16 @@ __all__ = [
     "monitor_id",
     "remove_monitor",
     "set_paused",
+    "edit_owner",
+    "edit_plan",
+    "list_maintenance",
+    "list_owners",
+    "list_plans",
+    "monitor_row",
+    "remove_maintenance",
+    "remove_owner",
+    "remove_plan",
+    "update_monitor",
     "first_tick_minute",
     "last_tick",
     "recent_incidents",

@@ -47,3 +47,31 @@ def dicts(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] 
 def inserted_id(cursor: Cursor) -> int:
     """The id of the row the INSERT that made `cursor` added."""
     return int(cursor.lastrowid or 0)
+
+
+# Tables whose ids are never given twice (schema.sql's id_high_water); the names are ours,
+# never user input.
+NEVER_REUSED = ("monitors", "owners", "plans", "maintenance_windows", "channels")
+
+
+def insert_row(conn: Connection, table: str, values: Mapping[str, Any]) -> int:
+    """INSERT `values` (column -> value; the columns are ours, never user input) into `table`
+    with a new id: one above both the largest id it has ever handed out and the largest it holds,
+    so that a deleted row's id never goes to another row. Call inside a write transaction."""
+    assert table in NEVER_REUSED, table
+    new = 1 + int(
+        one(
+            conn,
+            f"SELECT max(coalesce((SELECT last_id FROM id_high_water WHERE table_name = ?), 0),"
+            f" coalesce((SELECT max(id) FROM {table}), 0))",
+            (table,),
+        )
+    )
+    conn.execute(
+        "INSERT INTO id_high_water (table_name, last_id) VALUES (?, ?)"
+        " ON CONFLICT (table_name) DO UPDATE SET last_id = excluded.last_id",
+        (table, new),
+    )
+    columns = {"id": new, **values}
+    conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})", columns)
+    return new
