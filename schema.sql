@@ -1,4 +1,4 @@
--- monitor-tick schema, version 4 (PRAGMA user_version = 4; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 5 (PRAGMA user_version = 5; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -74,7 +74,12 @@ CREATE TABLE monitors (
     grace_sec      INTEGER CHECK (grace_sec >= 0),
     -- heartbeat: SHA-256 of the token that identifies its pings over HTTP. The token itself is
     -- printed once by `add` and never stored, so a copy of this file cannot be used to ping.
-    token_sha256   BLOB CHECK (length(token_sha256) = 32)
+    token_sha256   BLOB CHECK (length(token_sha256) = 32),
+    -- A minute of the epoch in which the monitor is also due, whatever its schedule: set by add,
+    -- resume, edit and apply to a minute or few ahead, so a daily monitor's first check does not
+    -- wait a day. A minute, not a flag cleared by the check: the clock stays the cursor, and a
+    -- replay of that minute checks it again. NULL: none.
+    first_check_minute INTEGER
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match
@@ -83,6 +88,9 @@ CREATE INDEX monitors_due ON monitors (
     interval_sec,
     (CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END)
 ) WHERE enabled = 1 AND auto_paused = 0;
+-- Monitors due in their first-check minute (see first_check_minute), one index probe a tick.
+CREATE INDEX monitors_first_check ON monitors (first_check_minute)
+ WHERE first_check_minute IS NOT NULL AND enabled = 1 AND auto_paused = 0;
 -- Monitors whose owner's plan floor is above their own interval are found through their owner.
 CREATE INDEX monitors_owner ON monitors (owner_id, interval_sec);
 -- Rows whose interval has no schedule (possible only if edited by hand with CHECKs ignored): the

@@ -96,11 +96,11 @@ def _expected_due(conn: sqlite3.Connection, minute: int) -> set[int]:
     due = set()
     rows = conn.execute(
         "SELECT m.id, m.interval_sec, m.aligned, m.enabled, m.auto_paused, m.owner_id, p.min_interval_sec, "
-        "o.plan_expires_at_ms FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id "
+        "o.plan_expires_at_ms, m.first_check_minute FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id "
         "LEFT JOIN plans p ON p.id = o.plan_id"
     ).fetchall()
     windows = conn.execute("SELECT monitor_id, owner_id, starts_at_ms, ends_at_ms FROM maintenance_windows").fetchall()
-    for monitor_id, interval_sec, aligned, enabled, auto_paused, owner, plan_floor, expires in rows:
+    for monitor_id, interval_sec, aligned, enabled, auto_paused, owner, plan_floor, expires, first_check in rows:
         if not enabled or auto_paused:
             continue
         if any(
@@ -111,7 +111,7 @@ def _expected_due(conn: sqlite3.Connection, minute: int) -> set[int]:
             continue
         floor = schedule.plan_floor_sec(plan_floor, expires, default_floor, now_ms)
         period = schedule.effective_interval_min(interval_sec, floor)
-        if schedule.is_due(minute, monitor_id, period, bool(aligned)):
+        if schedule.is_due(minute, monitor_id, period, bool(aligned), first_check):
             due.add(monitor_id)
     return due
 
@@ -127,6 +127,8 @@ def _random_world(conn: sqlite3.Connection, rng: random.Random, monitors: int) -
     for n in range(monitors):
         owner = rng.choice([None, "alice", "bob", "carol"])
         add(conn, f"http://127.0.0.1/{n}", every_s=rng.choice(intervals), owner=owner, aligned=rng.random() < 0.3)
+    # first checks spread over the day (a window and a plan expiry included), some on paused rows
+    conn.execute("UPDATE monitors SET first_check_minute = ? + (id * 7) % 1440 WHERE id % 3 = 0", (MINUTE,))
     conn.execute("UPDATE monitors SET enabled = 0 WHERE id % 17 = 0")
     conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id % 19 = 0")
     store.add_maintenance(
@@ -188,6 +190,7 @@ def test_the_due_query_reads_candidates_through_indexes(conn: sqlite3.Connection
     assert "SEARCH monitors USING INDEX monitors_due (interval_sec=? AND <expr>=?)" in text, text
     assert "SEARCH m USING INDEX monitors_owner (owner_id=? AND interval_sec<?)" in text, text
     assert "SEARCH m USING INDEX monitors_due (interval_sec<?)" in text, text  # floors up to 15 minutes
+    assert "SEARCH monitors USING INDEX monitors_first_check (first_check_minute=?)" in text, text
     # Full scans only of the small things: CTEs, plans, owners (to find floors above 15 minutes;
     # skipped at run time when no plan has one), and the partial index of rows with an unusable
     # interval (empty on a healthy database).

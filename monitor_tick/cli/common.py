@@ -10,7 +10,7 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
-from monitor_tick.core import clock
+from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
 from monitor_tick.core.redact import redact_text
 
@@ -127,6 +127,22 @@ def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
         "last_duration_ms": row["last_duration_ms"],
         "note": "; ".join(notes),
     }
+
+
+def next_check_ms(row: dict[str, Any], state: str, now_ms: int) -> int | None:
+    """When a listed monitor (store.list_monitors' row, its state) is next due, as the start of
+    that minute: after this minute, on its schedule or in its first-check minute. None when it is
+    not probed (paused, auto-paused, invalid). A maintenance window may still hold it then."""
+    if state in ("paused", "auto-paused", "invalid"):
+        return None
+    minute = schedule.next_due_minute(
+        clock.minute_of_ms(now_ms),
+        row["id"],
+        row["effective_interval_sec"] // clock.S_PER_MINUTE,
+        bool(row["aligned"]),
+        row["first_check_minute"],
+    )
+    return clock.minute_start_ms(minute)
 
 
 def _ping_note(row: dict[str, Any], now_ms: int) -> str:

@@ -113,7 +113,7 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
         else:
             changed_owner, owner = False, None
         try:
-            store.update_monitor(conn, str(row["id"]), changed, owner)
+            store.update_monitor(conn, str(row["id"]), changed, clock.now_ms(), owner)
         except store.StoreError as exc:
             fail(str(exc))
     finally:

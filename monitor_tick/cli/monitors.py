@@ -20,6 +20,7 @@ from monitor_tick.cli.common import (
     duration_s,
     fail,
     latest_results,
+    next_check_ms,
     read,
     shown_name,
 )
@@ -169,11 +170,13 @@ def add(
 
 @app.command("list")
 def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
-    """List monitors with their interval, effective interval (after the plan floor) and state."""
+    """List monitors with their interval, effective interval (after the plan floor), state and
+    when each is next checked."""
     now_ms = clock.now_ms()
     rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
     for row in rows:
         row["state"] = deferred.probes().monitor_state(row)  # judged on the real url, shown redacted
+        row["next_check_ms"] = next_check_ms(row, row["state"], now_ms)
         row["url"] = redact_url(row["url"])
         row.update(latest_results(row, now_ms))
     if as_json:
@@ -184,12 +187,14 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         return
     names = [shown_name(row["name"]) for row in rows]
     width = max(24, *map(len, names))  # names whole: two long names never look the same
-    typer.echo(f"{'ID':>5}  {'NAME':<{width}} {'EVERY':>6}  {'STATE':<12} URL")
+    typer.echo(f"{'ID':>5}  {'NAME':<{width}} {'EVERY':>6}  {'STATE':<12} {'NEXT':<8} URL")
     for row, name in zip(rows, names, strict=True):
         every = clock.format_duration_s(row["effective_interval_sec"])
         if row["effective_interval_sec"] != row["interval_sec"]:
             every += "*"
-        line = f"{row['id']:>5}  {name:<{width}} {every:>6}  {row['state']:<12} {row['url']}"
+        upcoming = row["next_check_ms"]
+        within = "-" if upcoming is None else "in " + clock.format_duration_ms(max(0, upcoming - now_ms))
+        line = f"{row['id']:>5}  {name:<{width}} {every:>6}  {row['state']:<12} {within:<8} {row['url']}"
         typer.echo(f"{line}  {row['note']}" if row["note"] else line)
     if any(r["effective_interval_sec"] != r["interval_sec"] for r in rows):
         typer.echo("* raised to the owner's plan floor")
@@ -200,7 +205,7 @@ def pause(
     ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
 ) -> None:
     """Stop probing a monitor until `resume`."""
-    change(ctx, db, lambda conn: store.set_paused(conn, monitor, True))
+    change(ctx, db, lambda conn: store.set_paused(conn, monitor, True, clock.now_ms()))
 
 
 @app.command()
@@ -208,7 +213,7 @@ def resume(
     ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
 ) -> None:
     """Probe a paused or auto-paused monitor again."""
-    change(ctx, db, lambda conn: store.set_paused(conn, monitor, False))
+    change(ctx, db, lambda conn: store.set_paused(conn, monitor, False, clock.now_ms()))
 
 
 @app.command()

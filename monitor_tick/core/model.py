@@ -25,9 +25,8 @@ MAX_TIMEOUT_S = 25.0
 STORED_MAX_TIMEOUT_S = 30.0
 MAX_RETRIES = 3
 # The longest interval (and plan floor). The schedule's rule, minute % n == phase, holds for any
-# n, but a monitor first fires up to n minutes after it is added, and rollups are kept 400 days
-# (store.RETENTION_DEFAULT_MS): past a year a monitor might never be checked in practice, and its
-# last check could be pruned before the next one. A year is the longest period that keeps one.
+# n, but rollups are kept 400 days (store.RETENTION_DEFAULT_MS): past a year a monitor's last
+# check could be pruned before the next one. A year is the longest period that keeps one.
 MAX_INTERVAL_SEC = 365 * 86_400
 
 

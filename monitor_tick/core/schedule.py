@@ -3,7 +3,10 @@
 A monitor is due in minute ``m`` (minute of the epoch) when
 
     m % n == phase,   n = max(interval_sec, plan floor) // 60,
-    phase = 0 for aligned monitors, else id % n.
+    phase = 0 for aligned monitors, else id % n,
+
+or when m is its first-check minute (set a few minutes ahead when it is added, resumed or
+edited, so that a daily monitor is not first checked a day later).
 
 Aligned monitors fire on wall-clock boundaries (every hour at :00, daily at 00:00 UTC);
 spread monitors of one interval created together land on different minutes. The plan floor
@@ -14,7 +17,8 @@ The tick does not call the due rule below (plan_floor_sec, effective_interval_mi
 is_due, in_window): store.SELECT_DUE is the same rule in SQL and decides. These functions are
 its oracle, the rule written plainly: the tests hold the SQL to them minute by minute over whole
 days (tests/test_schedule.py, tests/reliability/test_cron.py). The tick uses
-is_housekeeping_minute; the bench and the tests use load_shape.
+is_housekeeping_minute; `add`, `edit`, `resume` and `apply` use first_check_minute; `list` and
+`show` use next_due_minute; the bench and the tests use load_shape.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE,
 # Housekeeping (auto-pause, rollup retention) runs once a day in this minute of the UTC day:
 # 03:17, away from the :00 boundaries where aligned monitors pile up.
 HOUSEKEEPING_MINUTE_OF_DAY = 3 * 60 + 17
+# A new, resumed or edited monitor is first checked within this many minutes, whatever its
+# interval (first_check_minute).
+FIRST_CHECK_SPREAD_MIN = 5
 
 
 def plan_floor_sec(
@@ -53,9 +60,29 @@ def phase(monitor_id: int, period_min: int, aligned: bool) -> int:
     return 0 if aligned else monitor_id % period_min
 
 
-def is_due(minute: int, monitor_id: int, period_min: int, aligned: bool) -> bool:
-    """True when a monitor with this period (minutes) fires in `minute`."""
-    return minute % period_min == phase(monitor_id, period_min, aligned)
+def is_due(
+    minute: int, monitor_id: int, period_min: int, aligned: bool, first_check_minute: int | None = None
+) -> bool:
+    """True when a monitor with this period (minutes) fires in `minute`: on its schedule, or in
+    its first-check minute."""
+    return minute % period_min == phase(monitor_id, period_min, aligned) or minute == first_check_minute
+
+
+def first_check_minute(minute: int, monitor_id: int) -> int:
+    """The first-check minute of a monitor added, resumed or edited in `minute`: one to
+    FIRST_CHECK_SPREAD_MIN minutes later, by id, so that a file of 300 monitors applied at once
+    is spread over 5 minutes (the tick of `minute` itself may have run already)."""
+    return minute + 1 + monitor_id % FIRST_CHECK_SPREAD_MIN
+
+
+def next_due_minute(
+    after_minute: int, monitor_id: int, period_min: int, aligned: bool, first_check: int | None = None
+) -> int:
+    """The first minute after `after_minute` in which the monitor is due (maintenance aside)."""
+    scheduled = after_minute + 1 + (phase(monitor_id, period_min, aligned) - after_minute - 1) % period_min
+    if first_check is not None and after_minute < first_check < scheduled:
+        return first_check
+    return scheduled
 
 
 def in_window(now_ms: int, starts_at_ms: int, ends_at_ms: int) -> bool:

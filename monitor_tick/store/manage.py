@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor
 from monitor_tick.store.db import StoreError, dicts, insert_row, one, write_tx
 from monitor_tick.store.due import FLOOR
@@ -95,17 +96,27 @@ def add_monitor(
             resolve_after_checks=alerts.resolve_after_checks,
             remind_every_sec=alerts.remind_every_sec,
         )
-        return insert_row(conn, "monitors", values)  # the columns are Monitor's own field names
+        new = insert_row(conn, "monitors", values)  # the columns are Monitor's own field names
+        _first_check_soon(conn, new, created_at_ms)
+        return new
 
 
-def set_paused(conn: Connection, ref: str, paused: bool) -> int:
-    """Pause (enabled = 0) or resume (enabled = 1, auto-pause cleared) a monitor."""
+def _first_check_soon(conn: Connection, monitor: int, now_ms: int) -> None:
+    """Give a monitor added, resumed or edited at `now_ms` its first check within minutes."""
+    minute = schedule.first_check_minute(clock.minute_of_ms(now_ms), monitor)
+    conn.execute("UPDATE monitors SET first_check_minute = ? WHERE id = ?", (minute, monitor))
+
+
+def set_paused(conn: Connection, ref: str, paused: bool, now_ms: int) -> int:
+    """Pause (enabled = 0) or resume (enabled = 1, auto-pause cleared, first check within
+    minutes) a monitor at `now_ms`."""
     with write_tx(conn):
         found = monitor_id(conn, ref)
         if paused:
             conn.execute("UPDATE monitors SET enabled = 0 WHERE id = ?", (found,))
         else:
             conn.execute("UPDATE monitors SET enabled = 1, auto_paused = 0 WHERE id = ?", (found,))
+            _first_check_soon(conn, found, now_ms)
     return found
 
 
@@ -140,10 +151,13 @@ def monitor_row(conn: Connection, ref: str) -> dict[str, Any]:
     return row
 
 
-def update_monitor(conn: Connection, ref: str, values: dict[str, Any], owner_name: str | None = None) -> None:
+def update_monitor(
+    conn: Connection, ref: str, values: dict[str, Any], now_ms: int, owner_name: str | None = None
+) -> None:
     """Set `values` (columns of `monitors`, Monitor's and AlertSettings' field names, never user
-    input) on a monitor, and its owner when `owner_name` is given ('' clears it). Its id, and
-    so its history, badge and metrics series, stay."""
+    input) on a monitor, and its owner when `owner_name` is given ('' clears it); a change gets
+    its first check within minutes of `now_ms`. Its id, and so its history, badge and metrics
+    series, stay."""
     with write_tx(conn):
         found = monitor_id(conn, ref)
         values = dict(values)
@@ -157,6 +171,7 @@ def update_monitor(conn: Connection, ref: str, values: dict[str, Any], owner_nam
                 f"UPDATE monitors SET {', '.join(f'{c} = :{c}' for c in values)} WHERE id = :id_",
                 {**values, "id_": found},
             )
+            _first_check_soon(conn, found, now_ms)
 
 
 def scope(conn: Connection, monitor_ref: str | None, owner_name: str | None) -> tuple[int | None, int | None]:
@@ -186,7 +201,8 @@ def list_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
         WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
         SELECT m.id, m.name, m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status,
                m.keyword, m.keyword_absent, m.expires_within_sec, m.grace_sec,
-               m.timeout_s, m.retries, m.enabled, m.auto_paused, o.name AS owner, {LATEST_RESULTS},
+               m.timeout_s, m.retries, m.enabled, m.auto_paused, m.first_check_minute, o.name AS owner,
+               {LATEST_RESULTS},
                max(m.interval_sec, {FLOOR}) AS effective_interval_sec,
                EXISTS (SELECT 1 FROM maintenance_windows w
                         WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
