@@ -5,31 +5,17 @@ command, against a real server on 127.0.0.1, under a clock moved by the test off
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
+from tests.commands import ok_at as ok
 from tests.conftest import add
 from tests.servers import LocalServer
 
-MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 T0_MS = clock.parse_iso_ms("2026-11-30T10:00:20Z")
 M0 = clock.minute_of_ms(T0_MS)
-
-
-def cli(db: str, at_ms: int, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(at_ms - clock.now_ms())}
-    return subprocess.run([MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60, env=env)
-
-
-def ok(db: str, at_ms: int, *args: str) -> str:
-    run = cli(db, at_ms, *args)
-    assert (run.returncode, run.stderr) == (0, ""), (args, run.stderr)
-    return run.stdout
 
 
 def ticks(db: str, minutes: range) -> list[int]:

@@ -12,7 +12,7 @@ from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
 from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
-from monitor_tick.core.redact import redact_text
+from monitor_tick.core.redact import redact_text, redact_url
 
 DbOption = Annotated[
     str | None,
@@ -127,6 +127,28 @@ def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
         "last_duration_ms": row["last_duration_ms"],
         "note": "; ".join(notes),
     }
+
+
+# the monitors columns of alert settings, with the `add`/`edit` option that sets each
+ALERT_FLAGS = {
+    "alert_after_checks": "--alert-after",
+    "resolve_after_checks": "--resolve-after",
+    "remind_every_sec": "--remind",
+}
+
+
+def setting_text(column: str, value: Any) -> str:
+    """A monitor's stored setting as people read it: durations as 5m, flags as yes/no, the URL
+    with its credentials and query values hidden, any other text with URLs in it redacted."""
+    if value is None:
+        return "none"
+    if column == "url":
+        return redact_url(str(value))
+    if column == "aligned":
+        return "yes" if value else "no"
+    if column.endswith("_sec") or column == "timeout_s":
+        return clock.format_duration_s(float(value))
+    return shown_name(redact_text(str(value)))
 
 
 def next_check_ms(row: dict[str, Any], state: str, now_ms: int) -> int | None:

@@ -16,35 +16,26 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli import deferred
-from monitor_tick.cli.common import DbOption, connect, db_path, duration_or_zero_s, fail, shown_name
+from monitor_tick.cli.common import (
+    ALERT_FLAGS,
+    DbOption,
+    connect,
+    db_path,
+    duration_or_zero_s,
+    fail,
+    setting_text,
+    shown_name,
+)
 from monitor_tick.cli.monitors import add, given_options, interval_s
 from monitor_tick.core import clock
 from monitor_tick.core.model import OPTION_FLAGS, OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings
-from monitor_tick.core.redact import redact_url
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
 
 # add's parameters that are not settings of the monitor itself
 _NOT_EDITED = {"ctx", "url", "db"}
 # the columns edit compares, with the option that sets each, for "what changed"
-_ALERT_FLAGS = {
-    "alert_after_checks": "--alert-after",
-    "resolve_after_checks": "--resolve-after",
-    "remind_every_sec": "--remind",
-}
 _FLAGS = {"name": "--name", "url": "--url", "interval_sec": "--every", "aligned": "--aligned", **OPTION_FLAGS}
-
-
-def _shown(column: str, value: Any) -> str:
-    if value is None:
-        return "none"
-    if column == "url":
-        return redact_url(str(value))
-    if column == "aligned":
-        return "yes" if value else "no"
-    if column.endswith("_sec") or column == "timeout_s":
-        return clock.format_duration_s(float(value))
-    return shown_name(str(value))
 
 
 def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | None = None, **parameters: Any) -> None:
@@ -118,9 +109,9 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
             fail(str(exc))
     finally:
         conn.close()
-    flags = {**_FLAGS, **_ALERT_FLAGS}
+    flags = {**_FLAGS, **ALERT_FLAGS}
     lines = [
-        f"{flags[column]} {_shown(column, row[column])} -> {_shown(column, value)}"
+        f"{flags[column]} {setting_text(column, row[column])} -> {setting_text(column, value)}"
         for column, value in changed.items()
         if column in flags
     ]

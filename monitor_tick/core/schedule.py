@@ -60,9 +60,7 @@ def phase(monitor_id: int, period_min: int, aligned: bool) -> int:
     return 0 if aligned else monitor_id % period_min
 
 
-def is_due(
-    minute: int, monitor_id: int, period_min: int, aligned: bool, first_check_minute: int | None = None
-) -> bool:
+def is_due(minute: int, monitor_id: int, period_min: int, aligned: bool, first_check_minute: int | None = None) -> bool:
     """True when a monitor with this period (minutes) fires in `minute`: on its schedule, or in
     its first-check minute."""
     return minute % period_min == phase(monitor_id, period_min, aligned) or minute == first_check_minute

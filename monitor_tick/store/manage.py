@@ -193,8 +193,9 @@ def add_maintenance(
         )
 
 
-def list_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
-    """Every monitor with its effective interval and current state at `now_ms`."""
+def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> list[dict[str, Any]]:
+    """Every monitor (or only the one with id `monitor`) with its effective interval and current
+    state at `now_ms`."""
     return dicts(
         conn,
         f"""
@@ -215,9 +216,10 @@ def list_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
           LEFT JOIN plans p ON p.id = o.plan_id
           LEFT JOIN pings ON pings.monitor_id = m.id
          CROSS JOIN df
+         WHERE :monitor IS NULL OR m.id = :monitor
          ORDER BY m.id
         """,
-        {"now_ms": now_ms},
+        {"now_ms": now_ms, "monitor": monitor},
     )
 
 
@@ -344,3 +346,34 @@ def remove_maintenance(conn: Connection, window: int) -> dict[str, Any]:
             raise StoreError(f"no maintenance window {window}")
         conn.execute("DELETE FROM maintenance_windows WHERE id = ?", (window,))
     return rows[0]
+
+
+def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> dict[str, Any]:
+    """One monitor in full (`show`): its list_monitors row with every stored setting, its rollup
+    hours from the hour of `since_ms` on, its incidents (newest first) and the deliveries of
+    their events. Raises StoreError for an unknown monitor."""
+    found = monitor_id(conn, ref)
+    (listed,) = list_monitors(conn, now_ms, found)
+    settings = monitor_row(conn, str(found))
+    hours = dicts(
+        conn,
+        "SELECT hour_start_ms, checks, failures FROM rollups"
+        " WHERE monitor_id = ? AND hour_start_ms >= ? ORDER BY hour_start_ms",
+        (found, clock.hour_start_ms(since_ms)),
+    )
+    incidents = dicts(
+        conn,
+        "SELECT id, started_at_ms, resolved_at_ms, cause, http_status, state, confirmed_at_ms"
+        " FROM incidents WHERE monitor_id = ? ORDER BY started_at_ms DESC, id DESC",
+        (found,),
+    )
+    deliveries = dicts(
+        conn,
+        "SELECT e.incident_id, e.kind, e.created_at_ms, d.channel_id, c.url AS channel_url, d.state, d.attempts,"
+        " d.sent_at_ms, d.last_error"
+        " FROM incidents i JOIN incident_events e ON e.incident_id = i.id"
+        " JOIN deliveries d ON d.event_id = e.id JOIN channels c ON c.id = d.channel_id"
+        " WHERE i.monitor_id = ? ORDER BY e.created_at_ms DESC, e.id DESC, d.channel_id",
+        (found,),
+    )
+    return {"monitor": {**settings, **listed}, "hours": hours, "incidents": incidents, "deliveries": deliveries}

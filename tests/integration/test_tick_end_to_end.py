@@ -158,6 +158,7 @@ def test_every_command_explains_itself_in_help() -> None:
         ["owner", "add"],
         ["maintenance", "add"],
         ["edit"],
+        ["show"],
         ["plan", "list"],
         ["plan", "edit"],
         ["plan", "remove"],

@@ -30,6 +30,7 @@ READERS = [
     (["plan", "list", "--json"], lambda out: [p["name"] for p in json.loads(out)] == ["default"]),
     (["owner", "list", "--json"], lambda out: json.loads(out) == []),
     (["maintenance", "list", "--json"], lambda out: json.loads(out) == []),
+    (["show", "api", "--json"], lambda out: json.loads(out)["monitor"]["name"] == "api"),
 ]
 
 
