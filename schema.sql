@@ -1,4 +1,4 @@
--- monitor-tick schema, version 5 (PRAGMA user_version = 5; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 6 (PRAGMA user_version = 6; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -275,4 +275,14 @@ CREATE TABLE pings (
 CREATE TABLE id_high_water (
     table_name TEXT    PRIMARY KEY,
     last_id    INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+-- `apply` reads `${VAR}` references in a monitors file and stores what they resolve to. Here it
+-- keeps the reference (`template`) with the SHA-256 of the value it stood for, per stored value
+-- (`target`: 'monitors:ID:COLUMN', 'channels:ID:url', 'settings:NAME'), so that `export` writes
+-- the reference back, never the secret, while the value is still the one it resolved to.
+CREATE TABLE env_refs (
+    target       TEXT PRIMARY KEY,
+    template     TEXT NOT NULL,
+    value_sha256 BLOB NOT NULL CHECK (length(value_sha256) = 32)
 ) STRICT, WITHOUT ROWID;

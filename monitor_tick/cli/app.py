@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from monitor_tick.cli import accounts, backup, edit, heartbeat, monitors, notify, show, status
+from monitor_tick.cli import accounts, apply, backup, edit, heartbeat, monitors, notify, show, status
 from monitor_tick.cli.options import TICK_OPTIONS, TickOption
 from monitor_tick.cli.tick import run_tick_command
 
@@ -34,7 +34,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 # the order of `--help`'s command list
-for commands in (monitors.app, edit.app, show.app, backup.app, heartbeat.app, status.app):
+for commands in (monitors.app, edit.app, show.app, apply.app, backup.app, heartbeat.app, status.app):
     app.add_typer(commands)
 app.add_typer(accounts.plan_app, name="plan")
 app.add_typer(accounts.owner_app, name="owner")

@@ -12,6 +12,7 @@
     manage.py      plans, owners, monitors, maintenance windows (add, edit, list, pause, remove)
     reads.py       report, status page, badges and metrics: reads only
     pings.py       heartbeat tokens and pings
+    config.py      the configuration as a whole (export, apply) and its `${VAR}` references
 
 Uses the standard library's sqlite3 synchronously: the database is touched before the probes
 start and after they all finish, never while they run, so an idle tick needs no event loop.
@@ -24,6 +25,7 @@ The public API is what is imported below (callers write `store.open_db(...)`); t
 module is its own.
 """
 
+from monitor_tick.store.config import configuration, env_ref, set_env_ref, set_token_digest
 from monitor_tick.store.db import StoreError, write_tx
 from monitor_tick.store.deliveries import (
     CANARY_SETTING,
@@ -99,6 +101,10 @@ from monitor_tick.store.sqlite import (
 )
 
 __all__ = [
+    "configuration",
+    "env_ref",
+    "set_env_ref",
+    "set_token_digest",
     "StoreError",
     "write_tx",
     "SCHEMA_VERSION",

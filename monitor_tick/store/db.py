@@ -20,7 +20,11 @@ class StoreError(Exception):
 def write_tx(conn: Connection) -> Iterator[None]:
     """One write transaction, taking the write lock up front (BEGIN IMMEDIATE): a deferred
     transaction that reads and then writes gets SQLITE_BUSY at once in WAL mode, ignoring the
-    busy timeout. Rolls back on any error, so results are never half-written."""
+    busy timeout. Rolls back on any error, so results are never half-written. Inside another
+    write_tx it joins that one: `apply` makes many changes, all or none."""
+    if conn.in_transaction:
+        yield
+        return
     conn.execute("BEGIN IMMEDIATE")
     try:
         yield

@@ -159,6 +159,8 @@ def test_every_command_explains_itself_in_help() -> None:
         ["maintenance", "add"],
         ["edit"],
         ["show"],
+        ["apply"],
+        ["export"],
         ["plan", "list"],
         ["plan", "edit"],
         ["plan", "remove"],

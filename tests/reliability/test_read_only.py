@@ -31,6 +31,7 @@ READERS = [
     (["owner", "list", "--json"], lambda out: json.loads(out) == []),
     (["maintenance", "list", "--json"], lambda out: json.loads(out) == []),
     (["show", "api", "--json"], lambda out: json.loads(out)["monitor"]["name"] == "api"),
+    (["export"], lambda out: "[monitors.api]" in out),
 ]
 
 
