@@ -1,4 +1,4 @@
--- monitor-tick schema, version 6 (PRAGMA user_version = 6; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 7 (PRAGMA user_version = 7; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -79,7 +79,11 @@ CREATE TABLE monitors (
     -- resume, edit and apply to a minute or few ahead, so a daily monitor's first check does not
     -- wait a day. A minute, not a flag cleared by the check: the clock stays the cursor, and a
     -- replay of that minute checks it again. NULL: none.
-    first_check_minute INTEGER
+    first_check_minute INTEGER,
+    -- 1: left out of the status page (and its summary), no badge; metrics and reports keep it
+    private        INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
+    -- the status page's section this monitor is shown in; NULL: the first, untitled one
+    group_name     TEXT
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match

@@ -33,7 +33,8 @@ def ok(db: str, *args: str, **env: str) -> str:
 
 def world(path: Path, server: LocalServer, token_sha256: str) -> str:
     """A file as a user writes it: every section, a heartbeat with its token's digest, a channel
-    through ${HOOK_URL}, an owner whose plan expires, a maintenance window, a paused monitor."""
+    through ${HOOK_URL}, an owner whose plan expires, a maintenance window, a paused private
+    monitor in a group."""
     path.write_text(
         f"""
 [settings]
@@ -66,6 +67,8 @@ token_sha256 = "{token_sha256}"
 url = "{server.url("/ok")}"
 interval_sec = 300
 paused = true
+private = true
+group_name = "Internal"
 
 [[maintenance]]
 owner = "alice"
@@ -121,6 +124,8 @@ def test_export_then_apply_on_an_empty_database_then_export_gives_the_same_file(
         assert receiver.titles() == ["monitor-tick test"]
         listed = {m["name"]: m for m in json.loads(ok(second, "list", "--json"))}
         assert (listed["old site"]["state"], listed["api"]["owner"]) == ("paused", "alice")
+        assert (listed["old site"]["private"], listed["old site"]["group_name"]) == (1, "Internal")
+        assert 'private = true\ngroup_name = "Internal"\n' in exported
 
 
 def test_a_second_apply_changes_nothing_and_an_edited_interval_keeps_the_history(

@@ -190,3 +190,26 @@ def test_maintenance_windows_are_listed_active_and_upcoming_and_removed_by_id(
     assert json.loads(ok(db, "--minute", str(minute), "--json", "--force"))["due"] == 1
     run = cli(db, "maintenance", "remove", "2")
     assert (run.returncode, run.stderr) == (1, "monitor-tick: no maintenance window 2\n")
+
+
+def test_a_private_monitor_is_left_off_the_status_page_and_groups_are_sections(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    db = str(tmp_path / "m.db")
+    ok(db, "add", local_server.url("/ok"), "--name", "site", "--every", "1m", "--group", "Public")
+    ok(db, "add", local_server.url("/status/503"), "--name", "intranet", "--every", "1m", "--private")
+    ok(db, "add", local_server.url("/ok"), "--name", "loose", "--every", "1m")
+    date_back(db)
+    ok(db, "--minute", str(START), "--retry-delay", "0")
+    site = tmp_path / "site"
+    ok(db, "status-page", "--out", str(site))
+    page = (site / "index.html").read_text(encoding="utf-8")
+    assert "intranet" not in page and "All systems operational" in page  # its outage is not on the page
+    assert page.index('data-monitor-id="3"') < page.index('data-group="Public"') < page.index('data-monitor-id="1"')
+    assert sorted(p.name.split("-")[0] for p in (site / "badges").iterdir()) == ["1"] * 3 + ["3"] * 3
+    assert ok(db, "edit", "intranet", "--not-private", "--group", "Internal") == (
+        "monitor 2 (intranet): --private yes -> no, --group none -> Internal\n"
+    )
+    ok(db, "status-page", "--out", str(site))
+    assert 'data-group="Internal"' in (site / "index.html").read_text(encoding="utf-8")
+    assert (site / "badges" / "2-status.svg").exists()

@@ -144,7 +144,7 @@ def setting_text(column: str, value: Any) -> str:
         return "none"
     if column == "url":
         return redact_url(str(value))
-    if column == "aligned":
+    if column in ("aligned", "private"):
         return "yes" if value else "no"
     if column.endswith("_sec") or column == "timeout_s":
         return clock.format_duration_s(float(value))

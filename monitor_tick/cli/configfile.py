@@ -51,7 +51,18 @@ _ALERT_COLUMNS = {
     f: getattr(AlertSettings(), f) for f in ("alert_after_checks", "resolve_after_checks", "remind_every_sec")
 }
 # a monitor's keys in the file, in the order export writes them
-MONITOR_KEYS = ("url", "interval_sec", "aligned", *OPTIONS, *_ALERT_COLUMNS, "owner", "paused", "token_sha256")
+MONITOR_KEYS = (
+    "url",
+    "interval_sec",
+    "aligned",
+    "private",
+    "group_name",
+    *OPTIONS,
+    *_ALERT_COLUMNS,
+    "owner",
+    "paused",
+    "token_sha256",
+)
 _KEYS = {
     "plans": ("min_interval_sec",),
     "owners": ("plan", "plan_expires_at"),
@@ -232,12 +243,16 @@ def _desired_monitor(name: str, entry: dict[str, Any]) -> dict[str, Any]:
             interval_sec=entry["interval_sec"],
             aligned=entry.get("aligned", False),
             given={option: entry[option] for option in OPTIONS if option in entry},
+            private=entry.get("private", False),
+            group_name=entry.get("group_name"),
         )
         alerts = check_alert_settings(AlertSettings(**{c: entry.get(c, d) for c, d in _ALERT_COLUMNS.items()}))
     except (InvalidMonitor, TypeError) as exc:
         raise FileError(str(exc), "monitors", name, *_key_named(str(exc), entry)) from None
     desired = {column: getattr(monitor, column) for column in (*COMMON_SETTINGS, *OPTIONS)}
-    desired.update(aligned=int(monitor.aligned), **{c: getattr(alerts, c) for c in _ALERT_COLUMNS})
+    desired.update(
+        aligned=int(monitor.aligned), private=int(monitor.private), **{c: getattr(alerts, c) for c in _ALERT_COLUMNS}
+    )
     paused = entry.get("paused", False)
     if not isinstance(paused, bool):
         raise FileError("paused must be true or false", "monitors", name, "paused")
@@ -533,6 +548,8 @@ def _add_monitor(plan: Plan, desired: dict[str, Any], refs: dict[str, str]) -> C
             interval_sec=columns.pop("interval_sec"),
             aligned=bool(columns.pop("aligned")),
             given={k: v for k, v in columns.items() if k in OPTIONS},
+            private=bool(columns.pop("private")),
+            group_name=columns.pop("group_name"),
         )
         if probes.PROBES[monitor.kind].pinged and token is None:
             new_token, token = probes.heartbeat.new_token()
@@ -623,7 +640,7 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
                 continue
             if key in _ALERT_COLUMNS and value == _ALERT_COLUMNS[key]:
                 continue
-            if key == "aligned":
+            if key in ("aligned", "private"):
                 value = bool(value) or None
             elif key == "paused":
                 value = not row["enabled"] or None

@@ -35,7 +35,15 @@ app = typer.Typer()  # merged into the root app (cli/app.py)
 # add's parameters that are not settings of the monitor itself
 _NOT_EDITED = {"ctx", "url", "db"}
 # the columns edit compares, with the option that sets each, for "what changed"
-_FLAGS = {"name": "--name", "url": "--url", "interval_sec": "--every", "aligned": "--aligned", **OPTION_FLAGS}
+_FLAGS = {
+    "name": "--name",
+    "url": "--url",
+    "interval_sec": "--every",
+    "aligned": "--aligned",
+    "private": "--private",
+    "group_name": "--group",
+    **OPTION_FLAGS,
+}
 
 
 def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | None = None, **parameters: Any) -> None:
@@ -68,6 +76,8 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
         }
         every = parameters.get("every")
         aligned = parameters.get("aligned")
+        private = parameters.get("private")
+        group = parameters.get("group")
         try:
             new = probes.new_monitor(
                 name=parameters.get("name") or row["name"],
@@ -75,6 +85,8 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
                 interval_sec=row["interval_sec"] if every is None else interval_s(every),
                 aligned=bool(row["aligned"]) if aligned is None else aligned,
                 given={**kept, **given},
+                private=bool(row["private"]) if private is None else private,
+                group_name=row["group_name"] if group is None else (group or None),
             )
             remind = parameters.get("remind")
             remind_s = duration_or_zero_s(remind, "--remind") if remind is not None else None
@@ -92,6 +104,7 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
         values = {column: getattr(new, column) for column in _FLAGS}
         values["kind"] = new.kind
         values["aligned"] = int(new.aligned)
+        values["private"] = int(new.private)
         values.update(
             alert_after_checks=alerts.alert_after_checks,
             resolve_after_checks=alerts.resolve_after_checks,

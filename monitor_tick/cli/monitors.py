@@ -132,6 +132,13 @@ def add(
             help="Fire on wall-clock boundaries (hourly at :00, daily at 00:00 UTC) instead of a spread phase.",
         ),
     ] = False,
+    private: Annotated[
+        bool,
+        typer.Option("--private", help="Leave it out of the status page and its summary, with no badge."),
+    ] = False,
+    group: Annotated[
+        str | None, typer.Option(help="The status page's section it is shown in, e.g. 'Public sites'.")
+    ] = None,
     alert_after: Annotated[
         int, typer.Option(help="Notify after this many consecutive down checks (1 to 10).")
     ] = AlertSettings.alert_after_checks,
@@ -149,7 +156,15 @@ def add(
     given = given_options(locals())
     remind_s = duration_s(remind, "--remind") if remind else None
     try:
-        monitor = probes.new_monitor(name=name, url=url, interval_sec=interval, aligned=aligned, given=given)
+        monitor = probes.new_monitor(
+            name=name,
+            url=url,
+            interval_sec=interval,
+            aligned=aligned,
+            given=given,
+            private=private,
+            group_name=group,
+        )
         alert_settings = check_alert_settings(
             AlertSettings(alert_after, resolve_after, None if remind_s is None else round(remind_s))
         )

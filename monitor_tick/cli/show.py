@@ -71,6 +71,8 @@ def _settings_lines(monitor: dict[str, Any]) -> list[str]:
         f"  kind       {monitor['kind']}",
         f"  every      {every}{', aligned' if monitor['aligned'] else ''}",
         f"  owner      {shown_name(monitor['owner']) if monitor['owner'] else 'none'}",
+        f"  page       {'private (not on the status page)' if monitor['private'] else 'public'}, group "
+        f"{setting_text('group_name', monitor['group_name'])}",
     ]
     options = [
         f"{flag} {setting_text(option, monitor[option])}" for option, flag in OPTION_FLAGS.items() if option in monitor

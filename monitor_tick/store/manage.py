@@ -88,6 +88,7 @@ def add_monitor(
         owner = owner_id(conn, owner_name) if owner_name else None
         values = {column: getattr(monitor, column) for column in _MONITOR_COLUMNS}
         values["aligned"] = int(monitor.aligned)
+        values["private"] = int(monitor.private)
         values.update(
             owner_id=owner,
             created_at_ms=created_at_ms,
@@ -202,7 +203,8 @@ def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> 
         WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
         SELECT m.id, m.name, m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status,
                m.keyword, m.keyword_absent, m.expires_within_sec, m.grace_sec,
-               m.timeout_s, m.retries, m.enabled, m.auto_paused, m.first_check_minute, o.name AS owner,
+               m.timeout_s, m.retries, m.enabled, m.auto_paused, m.first_check_minute, m.private, m.group_name,
+               o.name AS owner,
                {LATEST_RESULTS},
                max(m.interval_sec, {FLOOR}) AS effective_interval_sec,
                EXISTS (SELECT 1 FROM maintenance_windows w

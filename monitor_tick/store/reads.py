@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 _STATE_COLUMNS = """
     m.enabled, m.auto_paused,
     m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status, m.keyword, m.timeout_s, m.retries,
-    m.keyword_absent, m.expires_within_sec, m.grace_sec,
+    m.keyword_absent, m.expires_within_sec, m.grace_sec, m.private, m.group_name,
     EXISTS (SELECT 1 FROM maintenance_windows w
              WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
                AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
