@@ -40,6 +40,7 @@ app.add_typer(accounts.plan_app, name="plan")
 app.add_typer(accounts.owner_app, name="owner")
 app.add_typer(accounts.maintenance_app, name="maintenance")
 app.add_typer(notify.notify_app, name="notify")
+app.add_typer(heartbeat.heartbeat_app, name="heartbeat")
 
 
 def tick_parameter(option: TickOption) -> inspect.Parameter:

@@ -161,6 +161,7 @@ def test_every_command_explains_itself_in_help() -> None:
         ["show"],
         ["apply"],
         ["export"],
+        ["heartbeat", "rotate"],
         ["plan", "list"],
         ["plan", "edit"],
         ["plan", "remove"],
