@@ -72,7 +72,7 @@ def plan_add(
     """Add a plan. Example: monitor-tick plan add free --min-interval 5m"""
     floor_s = _floor_s(min_interval)
     checked_name(name, "plan name")
-    change(ctx, db, lambda conn: store.add_plan(conn, name, floor_s))
+    change(ctx, db, lambda conn: store.add_plan(conn, name, floor_s), create=True)
 
 
 @plan_app.command("list")
@@ -134,7 +134,7 @@ def owner_add(
     """Add an owner. Example: monitor-tick owner add alice --plan pro --expires 2027-01-01"""
     expires_ms = instant_ms(expires, "--expires") if expires else None
     checked_name(name, "owner name")
-    change(ctx, db, lambda conn: store.add_owner(conn, name, plan, expires_ms))
+    change(ctx, db, lambda conn: store.add_owner(conn, name, plan, expires_ms), create=plan == "default")
 
 
 @owner_app.command("list")

@@ -46,7 +46,7 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
 def _check_on_empty_database(text: str, *, prune: bool, now_ms: int) -> None:
     """Plan `text` against a new, empty database in a temporary directory. Raises FileError."""
     with tempfile.TemporaryDirectory(prefix="monitor-tick-apply-") as directory:
-        conn = connect(os.path.join(directory, "check.db"))
+        conn = connect(os.path.join(directory, "check.db"), create=True)
         try:
             read_plan(conn, text, prune=prune, now_ms=now_ms)
         finally:
@@ -85,7 +85,7 @@ def apply(
         created = not os.path.exists(path)
         if created:  # a file that cannot be applied must not leave a new database behind
             _check_on_empty_database(text, prune=prune, now_ms=now_ms)
-        conn = connect(path)
+        conn = connect(path, create=True)
         try:
             with store.write_tx(conn):
                 plan = read_plan(conn, text, prune=prune, now_ms=now_ms)

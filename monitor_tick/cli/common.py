@@ -14,14 +14,11 @@ from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
 from monitor_tick.core.redact import redact_text, redact_url
 
+# No envvar here: $MONITOR_TICK_DB is read by the root's --db (the tick's option), so that an
+# explicit --db wins wherever it stands: `--db b.db list` and `list --db b.db` (db_path).
 DbOption = Annotated[
     str | None,
-    typer.Option(
-        "--db",
-        envvar=DB_ENVVAR,
-        show_envvar=True,
-        help=DB_HELP,
-    ),
+    typer.Option("--db", help=f"{DB_HELP}, or ${DB_ENVVAR} when set."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -35,8 +32,9 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def db_path(ctx: typer.Context, db: str | None) -> str:
-    """The command's --db, else the root's (`monitor-tick --db PATH COMMAND`), else the default;
-    a path that is not a file (``--db ""``, ``--db :memory:``) exits 2."""
+    """The command's --db, else the root's (`monitor-tick --db PATH COMMAND`, or
+    $MONITOR_TICK_DB, which only the root reads), else the default; a path that is not a file
+    (``--db ""``, ``--db :memory:``) exits 2."""
     if db is None:
         db = (ctx.find_root().obj or {}).get("db")
     path = DEFAULT_DB if db is None else db
@@ -52,9 +50,12 @@ def shown_name(name: str) -> str:
     return "".join(ch if ch.isprintable() else "?" for ch in name)
 
 
-def connect(path: str) -> store.Connection:
+def connect(path: str, *, create: bool = False) -> store.Connection:
+    """The database at `path` for a command that writes. `create`: only for a command that can
+    succeed on a new, empty database (`add` without --owner, `plan add`, ...); the others fail
+    with 'no database at PATH' and leave no file behind."""
     try:
-        return store.open_db(path)
+        return store.open_db(path, create=create)
     except store.StoreError as exc:
         fail(str(exc))
 
@@ -96,9 +97,10 @@ def instant_ms(text: str, option: str) -> int:
         fail(f"{option}: {exc}", 2)
 
 
-def change(ctx: typer.Context, db: str | None, action: Any) -> Any:
-    """Run `action(conn)` on the database and return what it returns; a StoreError exits 1."""
-    conn = connect(db_path(ctx, db))
+def change(ctx: typer.Context, db: str | None, action: Any, *, create: bool = False) -> Any:
+    """Run `action(conn)` on the database and return what it returns; a StoreError exits 1.
+    `create`: see connect."""
+    conn = connect(db_path(ctx, db), create=create)
     try:
         return action(conn)
     except store.StoreError as exc:

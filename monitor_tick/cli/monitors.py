@@ -3,6 +3,7 @@ owners and maintenance windows in cli/accounts.py)."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any
 
@@ -171,7 +172,9 @@ def add(
     except InvalidMonitor as exc:
         fail(str(exc), 2)
     token, token_sha256 = probes.heartbeat.new_token() if probes.PROBES[monitor.kind].pinged else (None, None)
-    conn = connect(db_path(ctx, db))
+    path = db_path(ctx, db)
+    created = not os.path.exists(path)
+    conn = connect(path, create=owner is None)  # a new database has no owners
     try:
         new_id = store.add_monitor(
             conn, monitor, owner, clock.now_ms(), alert_settings, token_sha256=token_sha256, name_given=name is not None
@@ -180,6 +183,8 @@ def add(
         fail(str(exc))
     finally:
         conn.close()
+    if created:
+        typer.echo(f"monitor-tick: created database {path}", err=True)
     typer.echo(token or str(new_id))
 
 

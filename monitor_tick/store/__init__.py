@@ -68,6 +68,7 @@ from monitor_tick.store.manage import (
 from monitor_tick.store.pings import heartbeat_by_token, heartbeat_id, heartbeat_pings, record_ping
 from monitor_tick.store.reads import (
     first_tick_minute,
+    has_monitors,
     last_tick,
     recent_incidents,
     report,
@@ -166,6 +167,7 @@ __all__ = [
     "remove_plan",
     "update_monitor",
     "first_tick_minute",
+    "has_monitors",
     "last_tick",
     "recent_incidents",
     "report",

@@ -179,3 +179,8 @@ LATEST_RESULTS = """
   ORDER BY rr.hour_start_ms DESC LIMIT 1) AS cert_expires_at_ms,
 pings.last_ping_ms, pings.last_ping_failed, pings.last_duration_ms, pings.started_at_ms
 """
+
+
+def has_monitors(conn: Connection) -> bool:
+    """Whether the database holds any monitor at all."""
+    return bool(one(conn, "SELECT EXISTS (SELECT 1 FROM monitors)", ()))
