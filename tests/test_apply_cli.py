@@ -12,7 +12,7 @@ from pathlib import Path
 from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.probes.heartbeat import new_token
-from tests.commands import MONITOR_TICK
+from tests.commands import MONITOR_TICK, created_or_nothing
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer
 
@@ -27,7 +27,7 @@ def cli(db: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 def ok(db: str, *args: str, **env: str) -> str:
     run = cli(db, *args, **env)
-    assert run.returncode == 0 and not run.stderr.replace(f"monitor-tick: created database {db}\n", ""), run.stderr
+    assert run.returncode == 0 and created_or_nothing(run.stderr, db), run.stderr
     return run.stdout
 
 

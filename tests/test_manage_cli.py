@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from monitor_tick.core import clock
+from tests.commands import created_or_nothing
 from tests.servers import LocalServer
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
@@ -23,7 +24,7 @@ def cli(db: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
 
 def ok(db: str, *args: str) -> str:
     run = cli(db, *args)
-    assert (run.returncode, run.stderr) == (0, ""), (args, run.stderr)
+    assert run.returncode == 0 and created_or_nothing(run.stderr, db), (args, run.stderr)
     return run.stdout
 
 

@@ -63,10 +63,12 @@ def test_add_says_when_it_created_the_database_and_failing_commands_create_none(
         ["heartbeat", "rotate", "api"],
         ["ping", "api"],
     ]
+    said = {"add": "no owner named 'nobody'", "owner add": "no plan named 'pro'"}  # else: no database
     for args in failing:
         result = run(*args, "--db", db)
         assert (result.returncode, result.stdout) == (1, ""), (args, result)
-        assert result.stderr == f"monitor-tick: no database at {db}\n", args
+        expected = said.get(" ".join(args[:2]), said.get(args[0], f"no database at {db}"))
+        assert result.stderr == f"monitor-tick: {expected}\n", args
         assert not Path(db).exists(), args
     created = run("add", "http://127.0.0.1:9/", "--name", "api", "--db", db)
     assert (created.returncode, created.stdout, created.stderr) == (0, "1\n", f"monitor-tick: created database {db}\n")

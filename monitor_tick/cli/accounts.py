@@ -4,6 +4,7 @@ live by the due query, stored intervals are never rewritten."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -134,7 +135,9 @@ def owner_add(
     """Add an owner. Example: monitor-tick owner add alice --plan pro --expires 2027-01-01"""
     expires_ms = instant_ms(expires, "--expires") if expires else None
     checked_name(name, "owner name")
-    change(ctx, db, lambda conn: store.add_owner(conn, name, plan, expires_ms), create=plan == "default")
+    if plan != "default" and not os.path.exists(db_path(ctx, db)):  # a new database has no other plan
+        fail(f"no plan named {plan!r}")
+    change(ctx, db, lambda conn: store.add_owner(conn, name, plan, expires_ms), create=True)
 
 
 @owner_app.command("list")

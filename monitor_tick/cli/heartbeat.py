@@ -61,7 +61,7 @@ def serve(
     curl -fsS http://HOST:PORT/ping/TOKEN (or .../TOKEN/fail, .../TOKEN/start). Prints the address
     it listens on; unknown tokens get the same 404 as any other bad request."""
     serve_forever = deferred.receiver().serve
-    conn = connect(db_path(ctx, db))
+    conn = connect(db_path(ctx, db), create=True)
 
     def ready(bound_host: str, bound_port: int) -> None:
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host

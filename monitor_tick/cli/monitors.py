@@ -174,7 +174,9 @@ def add(
     token, token_sha256 = probes.heartbeat.new_token() if probes.PROBES[monitor.kind].pinged else (None, None)
     path = db_path(ctx, db)
     created = not os.path.exists(path)
-    conn = connect(path, create=owner is None)  # a new database has no owners
+    if created and owner is not None:  # a new database has no owners: say so, create none
+        fail(f"no owner named {owner!r}")
+    conn = connect(path, create=True)
     try:
         new_id = store.add_monitor(
             conn, monitor, owner, clock.now_ms(), alert_settings, token_sha256=token_sha256, name_given=name is not None
