@@ -1,4 +1,4 @@
--- monitor-tick schema, version 7 (PRAGMA user_version = 7; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 8 (PRAGMA user_version = 8; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -290,3 +290,20 @@ CREATE TABLE env_refs (
     template     TEXT NOT NULL,
     value_sha256 BLOB NOT NULL CHECK (length(value_sha256) = 32)
 ) STRICT, WITHOUT ROWID;
+
+-- Maintenance that comes back: a window of duration_min minutes starting at start_minute (after
+-- 00:00 UTC) on the days of days_mask (bit 0 Monday ... bit 6 Sunday; 127: daily), for a monitor
+-- or an owner. Filtered in the due query like maintenance_windows, through these indexes
+-- (store.due.IN_SCHEDULED_WINDOW); its ids are drawn with maintenance_windows' (id_high_water),
+-- so `maintenance remove ID` names one window of either kind.
+CREATE TABLE maintenance_schedules (
+    id           INTEGER PRIMARY KEY,
+    monitor_id   INTEGER REFERENCES monitors (id) ON DELETE CASCADE,
+    owner_id     INTEGER REFERENCES owners (id) ON DELETE CASCADE,
+    start_minute INTEGER NOT NULL CHECK (start_minute BETWEEN 0 AND 1439),
+    duration_min INTEGER NOT NULL CHECK (duration_min BETWEEN 1 AND 1440),
+    days_mask    INTEGER NOT NULL CHECK (days_mask BETWEEN 1 AND 127),
+    CHECK ((monitor_id IS NULL) <> (owner_id IS NULL))
+) STRICT;
+CREATE INDEX maintenance_schedules_by_monitor ON maintenance_schedules (monitor_id);
+CREATE INDEX maintenance_schedules_by_owner ON maintenance_schedules (owner_id);

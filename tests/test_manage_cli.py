@@ -28,10 +28,10 @@ def ok(db: str, *args: str) -> str:
     return run.stdout
 
 
-def date_back(db: str) -> None:
-    """Replayed minutes come before the monitors were added: date them back."""
+def date_back(db: str, minute: int = START) -> None:
+    """Replayed minutes come before the monitors were added: date them back to `minute`."""
     raw = sqlite3.connect(db)
-    raw.execute("UPDATE monitors SET created_at_ms = ?", (clock.minute_start_ms(START),))
+    raw.execute("UPDATE monitors SET created_at_ms = ?", (clock.minute_start_ms(minute),))
     raw.commit()
     raw.close()
 
@@ -214,3 +214,45 @@ def test_a_private_monitor_is_left_off_the_status_page_and_groups_are_sections(
     ok(db, "status-page", "--out", str(site))
     assert 'data-group="Internal"' in (site / "index.html").read_text(encoding="utf-8")
     assert (site / "badges" / "2-status.svg").exists()
+
+
+def test_a_recurring_window_skips_its_minutes_every_day_and_is_listed_with_its_next_occurrence(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    db = str(tmp_path / "m.db")
+    ok(db, "add", local_server.url("/ok"), "--name", "api", "--every", "1m")
+    ok(db, "owner", "add", "alice")
+    day = clock.MINUTES_PER_DAY
+    base = START - 2 * day  # two days ago at the latest: replays are of minutes that have come
+    date_back(db, base)
+    assert ok(db, "maintenance", "add", "--monitor", "api", "--daily", "00:02", "--for", "3m") == "1\n"
+    assert ok(db, "maintenance", "add", "--owner", "alice", "--weekly", "sat,sun@23:30", "--for", "2h") == "2\n"
+    due = [json.loads(ok(db, "--minute", str(m), "--json"))["due"] for m in range(base, base + 7)]
+    assert due == [1, 1, 0, 0, 0, 1, 1]  # 00:02, 00:03, 00:04 UTC are in the window
+    due = [json.loads(ok(db, "--minute", str(m), "--json"))["due"] for m in range(base + day + 1, base + day + 6)]
+    assert due == [1, 0, 0, 0, 1]  # and again the next day
+    listed = {row["id"]: row for row in json.loads(ok(db, "maintenance", "list", "--json"))}
+    assert listed[1]["repeats"] == "daily 00:02 UTC for 3m"
+    assert listed[2]["repeats"] == "weekly sat,sun 23:30 UTC for 2h"
+    now_ms = clock.now_ms()
+    for row in listed.values():  # the occurrence that holds now, else the next one
+        assert row["ends_at_ms"] > now_ms and row["starts_at_ms"] - now_ms < 7 * clock.MS_PER_DAY
+        assert row["active"] == (row["starts_at_ms"] <= now_ms)
+    assert clock.iso_from_ms(listed[1]["starts_at_ms"])[11:] == "00:02:00Z"
+    assert (
+        ok(db, "maintenance", "remove", "1") == "removed maintenance window 1 (daily 00:02 UTC for 3m, monitor api)\n"
+    )
+    assert json.loads(ok(db, "--minute", str(START + 3), "--json"))["due"] == 1
+    assert ok(db, "maintenance", "add", "--monitor", "api", "--from", "2027-01-01", "--until", "2027-01-02") == "3\n"
+    for args, error in (
+        (["--daily", "3", "--for", "1h"], "--daily: not a time of day HH:MM (UTC): '3'"),
+        (["--weekly", "xx@03:00", "--for", "1h"], "--weekly: not a day: 'xx' (mon, tue, wed, thu, fri, sat, sun)"),
+        (["--daily", "03:00"], "a recurring window needs --for, e.g. --for 30m"),
+        (["--daily", "03:00", "--for", "25h"], "--for must be whole minutes, 1m to 24h (got 25h)"),
+        (
+            ["--daily", "03:00", "--from", "2027-01-01", "--for", "1h"],
+            "give --from and --until, or one of --daily and --weekly (with --for)",
+        ),
+    ):
+        run = cli(db, "maintenance", "add", "--monitor", "api", *args)
+        assert (run.returncode, run.stdout, run.stderr) == (2, "", f"monitor-tick: {error}\n"), args

@@ -24,7 +24,7 @@ from monitor_tick.cli.common import (
     shown_name,
 )
 from monitor_tick.cli.tick import emit_json
-from monitor_tick.core import clock
+from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import MAX_INTERVAL_SEC
 
 plan_app = typer.Typer(help="Plans: the shortest interval their owners' monitors run at.", no_args_is_help=True)
@@ -202,15 +202,52 @@ def owner_remove(ctx: typer.Context, name: OwnerName, db: DbOption = None) -> No
 @maintenance_app.command("add")
 def maintenance_add(
     ctx: typer.Context,
-    from_: Annotated[str, typer.Option("--from", help="Start (ISO-8601, UTC unless an offset is given).")],
-    until: Annotated[str, typer.Option(help="End, exclusive (ISO-8601).")],
+    from_: Annotated[
+        str | None, typer.Option("--from", help="Start of a one-off window (ISO-8601, UTC unless an offset is given).")
+    ] = None,
+    until: Annotated[str | None, typer.Option(help="End of a one-off window, exclusive (ISO-8601).")] = None,
+    daily: Annotated[
+        str | None, typer.Option(help="A window every day at this UTC time, e.g. 03:00 (with --for).")
+    ] = None,
+    weekly: Annotated[
+        str | None, typer.Option(help="A window on these days at this UTC time, e.g. sat,sun@03:00 (with --for).")
+    ] = None,
+    for_: Annotated[str | None, typer.Option("--for", help="How long a recurring window lasts, 1m to 24h.")] = None,
     monitor: Annotated[str | None, typer.Option(help="Monitor id or name.")] = None,
     owner: Annotated[str | None, typer.Option(help="Owner name: covers all their monitors.")] = None,
     db: DbOption = None,
 ) -> None:
-    """Add a maintenance window for one monitor or for all of an owner's monitors; prints its id."""
+    """Add a maintenance window for one monitor or all of an owner's monitors, and print its id:
+    one-off (--from, --until) or recurring (--daily 03:00 or --weekly sat,sun@03:00, with --for 30m)."""
     if (monitor is None) == (owner is None):
         fail("give exactly one of --monitor or --owner", 2)
+    recurring = [given for given in (daily, weekly) if given is not None]
+    if len(recurring) > 1 or (recurring and (from_ or until)) or (not recurring and not (from_ and until)):
+        fail("give --from and --until, or one of --daily and --weekly (with --for)", 2)
+    if recurring:
+        start_minute, days_mask = _repeats(daily, weekly)
+        if for_ is None:
+            fail("a recurring window needs --for, e.g. --for 30m", 2)
+        length_s = duration_s(for_, "--for")
+        if length_s % 60 or not (60 <= length_s <= 86_400):
+            fail(f"--for must be whole minutes, 1m to 24h (got {for_})", 2)
+        new_id = change(
+            ctx,
+            db,
+            lambda conn: store.add_maintenance_schedule(
+                conn,
+                monitor_ref=monitor,
+                owner_name=owner,
+                start_minute=start_minute,
+                duration_min=int(length_s // 60),
+                days_mask=days_mask,
+            ),
+        )
+        typer.echo(str(new_id))
+        return
+    if for_ is not None:
+        fail("--for is for recurring windows (--daily, --weekly); a one-off window ends at --until", 2)
+    assert from_ is not None and until is not None
     starts_ms, ends_ms = instant_ms(from_, "--from"), instant_ms(until, "--until")
     if ends_ms <= starts_ms:
         fail("--until must be after --from", 2)
@@ -224,26 +261,69 @@ def maintenance_add(
     typer.echo(str(new_id))
 
 
+def _time_of_day(text: str, option: str) -> int:
+    hours, sep, minutes = text.strip().partition(":")
+    if not (sep and hours.isdigit() and minutes.isdigit() and int(hours) < 24 and int(minutes) < 60):
+        fail(f"{option}: not a time of day HH:MM (UTC): {text!r}", 2)
+    return int(hours) * 60 + int(minutes)
+
+
+def _repeats(daily: str | None, weekly: str | None) -> tuple[int, int]:
+    """(start minute of the UTC day, days mask) of --daily HH:MM or --weekly DAYS@HH:MM."""
+    if daily is not None:
+        return _time_of_day(daily, "--daily"), schedule.EVERY_DAY
+    assert weekly is not None
+    days, sep, at = weekly.partition("@")
+    if not sep:
+        fail(f"--weekly: give days and a time, e.g. sat,sun@03:00 (got {weekly!r})", 2)
+    mask = 0
+    for day in days.lower().split(","):
+        if day.strip()[:3] not in schedule.DAYS:
+            fail(f"--weekly: not a day: {day!r} (mon, tue, wed, thu, fri, sat, sun)", 2)
+        mask |= 1 << schedule.DAYS.index(day.strip()[:3])
+    return _time_of_day(at, "--weekly"), mask
+
+
+def repeats_text(start_minute: int, duration_min: int, days_mask: int) -> str:
+    """'daily 03:00 UTC for 30m', 'weekly sat,sun 03:00 UTC for 2h'."""
+    at = f"{start_minute // 60:02d}:{start_minute % 60:02d} UTC for {clock.format_duration_s(duration_min * 60)}"
+    if days_mask == schedule.EVERY_DAY:
+        return f"daily {at}"
+    return f"weekly {','.join(d for n, d in enumerate(schedule.DAYS) if days_mask >> n & 1)} {at}"
+
+
 def _covers(row: dict[str, object]) -> str:
     return f"monitor {shown_name(str(row['monitor']))}" if row["monitor"] is not None else f"owner {row['owner']}"
 
 
 @maintenance_app.command("list")
 def maintenance_list(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
-    """List the maintenance windows that are active now or upcoming, with their ids."""
+    """List the maintenance windows that are active now or upcoming, with their ids; recurring
+    ones with their current or next occurrence."""
     now_ms = clock.now_ms()
-    rows = _table_rows(ctx, db, as_json, lambda conn: store.list_maintenance(conn, now_ms))
-    if rows is None:
+    rows = read(db_path(ctx, db), lambda conn: store.list_maintenance(conn, now_ms))
+    for row in rows:
+        row["repeats"] = None
+        if row["days_mask"] is not None:  # the occurrence that holds now, else the next
+            after = clock.minute_of_ms(now_ms) - row["duration_min"]
+            starts = schedule.next_scheduled_window(after, row["start_minute"], row["days_mask"])
+            row["starts_at_ms"] = clock.minute_start_ms(starts)
+            row["ends_at_ms"] = clock.minute_start_ms(starts + row["duration_min"])
+            row["repeats"] = repeats_text(row["start_minute"], row["duration_min"], row["days_mask"])
+    rows.sort(key=lambda row: (row["starts_at_ms"], row["id"]))
+    if as_json:
+        emit_json(rows)
         return
     if not rows:
         typer.echo("no active or upcoming maintenance windows")
         return
     typer.echo(f"{'ID':>4}  {'FROM':<20}  {'UNTIL':<20}  {'STATE':<8}  COVERS")
     for row in rows:
+        repeats = f"  ({row['repeats']})" if row["repeats"] else ""
         typer.echo(
             f"{row['id']:>4}  {clock.iso_from_ms(row['starts_at_ms']):<20}  "
             f"{clock.iso_from_ms(row['ends_at_ms']):<20}  "
-            f"{'active' if row['active'] else 'upcoming':<8}  {_covers(row)}"
+            f"{'active' if row['active'] else 'upcoming':<8}  {_covers(row)}{repeats}"
         )
 
 
@@ -255,7 +335,8 @@ def maintenance_remove(
 ) -> None:
     """Delete a maintenance window: its monitors are probed again from the next tick."""
     row = change(ctx, db, lambda conn: store.remove_maintenance(conn, window))
-    typer.echo(
-        f"removed maintenance window {row['id']} ({clock.iso_from_ms(row['starts_at_ms'])} to "
-        f"{clock.iso_from_ms(row['ends_at_ms'])}, {_covers(row)})"
-    )
+    if "days_mask" in row:
+        when = repeats_text(row["start_minute"], row["duration_min"], row["days_mask"])
+    else:
+        when = f"{clock.iso_from_ms(row['starts_at_ms'])} to {clock.iso_from_ms(row['ends_at_ms'])}"
+    typer.echo(f"removed maintenance window {row['id']} ({when}, {_covers(row)})")

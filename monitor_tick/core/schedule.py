@@ -14,9 +14,9 @@ is the owner's plan's `min_interval_sec`, or the default plan's once the owner's
 expired.
 
 The tick does not call the due rule below (plan_floor_sec, effective_interval_min, phase,
-is_due, in_window): store.SELECT_DUE is the same rule in SQL and decides. These functions are
-its oracle, the rule written plainly: the tests hold the SQL to them minute by minute over whole
-days (tests/test_schedule.py, tests/reliability/test_cron.py). The tick uses
+is_due, in_window, in_scheduled_window): store.SELECT_DUE is the same rule in SQL and decides.
+These functions are its oracle, the rule written plainly: the tests hold the SQL to them minute by
+minute over whole days (tests/test_schedule.py, tests/reliability/test_cron.py). The tick uses
 is_housekeeping_minute; `add`, `edit`, `resume` and `apply` use first_check_minute; `list` and
 `show` use next_due_minute; the bench and the tests use load_shape.
 """
@@ -86,6 +86,39 @@ def next_due_minute(
 def in_window(now_ms: int, starts_at_ms: int, ends_at_ms: int) -> bool:
     """Maintenance windows are half-open: [starts_at_ms, ends_at_ms)."""
     return starts_at_ms <= now_ms < ends_at_ms
+
+
+# 1970-01-01, day 0 of the epoch, was a Thursday: weekday 3 when Monday is 0
+_EPOCH_WEEKDAY = 3
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+EVERY_DAY = 0b1111111
+
+
+def weekday(minute: int) -> int:
+    """The UTC weekday of a minute of the epoch: 0 Monday ... 6 Sunday."""
+    return (minute // MINUTES_PER_DAY + _EPOCH_WEEKDAY) % 7
+
+
+def in_scheduled_window(minute: int, start_minute: int, duration_min: int, days_mask: int) -> bool:
+    """Whether `minute` is inside a recurring maintenance window: `duration_min` minutes from
+    `start_minute` after 00:00 UTC on the weekdays of `days_mask` (bit 0 Monday); a window may
+    run past midnight into the next day."""
+    of_day = minute % MINUTES_PER_DAY
+    today = days_mask >> weekday(minute) & 1 and start_minute <= of_day < start_minute + duration_min
+    yesterday = days_mask >> weekday(minute - MINUTES_PER_DAY) & 1 and of_day + MINUTES_PER_DAY < (
+        start_minute + duration_min
+    )
+    return bool(today or yesterday)
+
+
+def next_scheduled_window(after_minute: int, start_minute: int, days_mask: int) -> int:
+    """The first minute after `after_minute` at which a recurring window starts."""
+    day_start = after_minute - after_minute % MINUTES_PER_DAY
+    for day in range(8):
+        starts = day_start + day * MINUTES_PER_DAY + start_minute
+        if starts > after_minute and days_mask >> weekday(starts) & 1:
+            return starts
+    raise ValueError(f"days_mask {days_mask} has no day")
 
 
 def is_housekeeping_minute(minute: int) -> bool:

@@ -45,6 +45,7 @@ from monitor_tick.store.due import SELECT_DUE, recent_rollups, select_due
 from monitor_tick.store.ledger import Claim, Rerun, claim_minute, claim_minutes
 from monitor_tick.store.manage import (
     add_maintenance,
+    add_maintenance_schedule,
     add_monitor,
     add_owner,
     add_plan,
@@ -147,6 +148,7 @@ __all__ = [
     "remove_channel",
     "set_setting",
     "add_maintenance",
+    "add_maintenance_schedule",
     "add_monitor",
     "add_owner",
     "add_plan",

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick.store.db import dicts
+from monitor_tick.store.db import IN_SCHEDULED_WINDOW, dicts
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -101,6 +101,8 @@ SELECT * FROM due
                     WHERE w.monitor_id = due.id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
                     WHERE w.owner_id = due.owner_id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
+   AND NOT EXISTS (SELECT 1 FROM maintenance_schedules s WHERE s.monitor_id = due.id AND {IN_SCHEDULED_WINDOW})
+   AND NOT EXISTS (SELECT 1 FROM maintenance_schedules s WHERE s.owner_id = due.owner_id AND {IN_SCHEDULED_WINDOW})
 """
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor
-from monitor_tick.store.db import StoreError, dicts, insert_row, one, write_tx
+from monitor_tick.store.db import IN_SCHEDULED_WINDOW, StoreError, dicts, insert_row, one, write_tx
 from monitor_tick.store.due import FLOOR
 from monitor_tick.store.reads import LATEST_RESULTS
 
@@ -131,7 +131,8 @@ def remove_monitor(conn: Connection, ref: str) -> dict[str, Any]:
             "SELECT id, name,"
             " (SELECT count(*) FROM rollups WHERE monitor_id = :id) AS rollup_hours,"
             " (SELECT count(*) FROM incidents WHERE monitor_id = :id) AS incidents,"
-            " (SELECT count(*) FROM maintenance_windows WHERE monitor_id = :id) AS windows,"
+            " (SELECT count(*) FROM maintenance_windows WHERE monitor_id = :id)"
+            " + (SELECT count(*) FROM maintenance_schedules WHERE monitor_id = :id) AS windows,"
             " (SELECT count(*) FROM channels WHERE monitor_id = :id) AS channels"
             " FROM monitors WHERE id = :id",
             {"id": found},
@@ -209,7 +210,10 @@ def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> 
                max(m.interval_sec, {FLOOR}) AS effective_interval_sec,
                EXISTS (SELECT 1 FROM maintenance_windows w
                         WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
-                          AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
+                          AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms)
+               OR EXISTS (SELECT 1 FROM maintenance_schedules s
+                           WHERE (s.monitor_id = m.id OR s.owner_id = m.owner_id)
+                             AND {IN_SCHEDULED_WINDOW}) AS in_maintenance,
                (SELECT i.started_at_ms FROM incidents i
                  WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
                (SELECT max(r.last_check_ms) FROM rollups r WHERE r.monitor_id = m.id) AS last_check_ms
@@ -312,7 +316,8 @@ def remove_owner(conn: Connection, name: str) -> dict[str, Any]:
             conn,
             "SELECT :id AS id,"
             " (SELECT count(*) FROM monitors WHERE owner_id = :id) AS monitors,"
-            " (SELECT count(*) FROM maintenance_windows WHERE owner_id = :id) AS windows,"
+            " (SELECT count(*) FROM maintenance_windows WHERE owner_id = :id)"
+            " + (SELECT count(*) FROM maintenance_schedules WHERE owner_id = :id) AS windows,"
             " (SELECT count(*) FROM channels WHERE owner_id = :id) AS channels",
             {"id": found},
         )[0]
@@ -320,34 +325,69 @@ def remove_owner(conn: Connection, name: str) -> dict[str, Any]:
     return removed
 
 
+def add_maintenance_schedule(
+    conn: Connection,
+    *,
+    monitor_ref: str | None,
+    owner_name: str | None,
+    start_minute: int,
+    duration_min: int,
+    days_mask: int,
+) -> int:
+    """A recurring window: `duration_min` minutes from `start_minute` after 00:00 UTC on the
+    weekdays of `days_mask` (bit 0 Monday); its id is drawn with the one-off windows'."""
+    with write_tx(conn):
+        monitor, owner = scope(conn, monitor_ref, owner_name)
+        return insert_row(
+            conn,
+            "maintenance_schedules",
+            {
+                "monitor_id": monitor,
+                "owner_id": owner,
+                "start_minute": start_minute,
+                "duration_min": duration_min,
+                "days_mask": days_mask,
+            },
+        )
+
+
 def list_maintenance(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
     """Maintenance windows not over at `now_ms` (active and upcoming), soonest first, with the
-    monitor or owner each covers and whether it is active."""
+    monitor or owner each covers and whether it is active; then the recurring ones (their
+    start_minute, duration_min and days_mask set; starts_at_ms and ends_at_ms NULL)."""
     return dicts(
         conn,
         "SELECT w.id, m.name AS monitor, o.name AS owner, w.starts_at_ms, w.ends_at_ms,"
-        " w.starts_at_ms <= :now_ms AS active"
+        " w.starts_at_ms <= :now_ms AS active, NULL AS start_minute, NULL AS duration_min, NULL AS days_mask"
         " FROM maintenance_windows w LEFT JOIN monitors m ON m.id = w.monitor_id"
         " LEFT JOIN owners o ON o.id = w.owner_id"
         " WHERE w.ends_at_ms > :now_ms ORDER BY w.starts_at_ms, w.id",
+        {"now_ms": now_ms},
+    ) + dicts(
+        conn,
+        f"SELECT s.id, m.name AS monitor, o.name AS owner, NULL AS starts_at_ms, NULL AS ends_at_ms,"
+        f" {IN_SCHEDULED_WINDOW} AS active, s.start_minute, s.duration_min, s.days_mask"
+        " FROM maintenance_schedules s LEFT JOIN monitors m ON m.id = s.monitor_id"
+        " LEFT JOIN owners o ON o.id = s.owner_id ORDER BY s.id",
         {"now_ms": now_ms},
     )
 
 
 def remove_maintenance(conn: Connection, window: int) -> dict[str, Any]:
-    """Delete a maintenance window (past, active or upcoming); returns what it covered."""
+    """Delete a maintenance window, one-off (past, active or upcoming) or recurring; returns its
+    row with the monitor or owner it covered."""
     with write_tx(conn):
-        rows = dicts(
-            conn,
-            "SELECT w.id, m.name AS monitor, o.name AS owner, w.starts_at_ms, w.ends_at_ms"
-            " FROM maintenance_windows w LEFT JOIN monitors m ON m.id = w.monitor_id"
-            " LEFT JOIN owners o ON o.id = w.owner_id WHERE w.id = ?",
-            (window,),
-        )
-        if not rows:
-            raise StoreError(f"no maintenance window {window}")
-        conn.execute("DELETE FROM maintenance_windows WHERE id = ?", (window,))
-    return rows[0]
+        for table in ("maintenance_windows", "maintenance_schedules"):  # ids are unique across both
+            rows = dicts(
+                conn,
+                f"SELECT w.*, m.name AS monitor, o.name AS owner FROM {table} w"
+                " LEFT JOIN monitors m ON m.id = w.monitor_id LEFT JOIN owners o ON o.id = w.owner_id WHERE w.id = ?",
+                (window,),
+            )
+            if rows:
+                conn.execute(f"DELETE FROM {table} WHERE id = ?", (window,))
+                return rows[0]
+    raise StoreError(f"no maintenance window {window}")
 
 
 def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> dict[str, Any]:

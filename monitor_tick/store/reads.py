@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms
-from monitor_tick.store.db import dicts, one
+from monitor_tick.store.db import IN_SCHEDULED_WINDOW, dicts, one
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -16,13 +16,16 @@ if TYPE_CHECKING:
 # A monitor's current-state columns and the settings that decide "invalid" (see
 # probes.monitor_state), for `FROM monitors m` at :now_ms. The last check is read from the
 # monitor's newest rollup hour (a primary-key seek) rather than a max over all its hours.
-_STATE_COLUMNS = """
+_STATE_COLUMNS = f"""
     m.enabled, m.auto_paused,
     m.kind, m.url, m.interval_sec, m.aligned, m.method, m.expect_status, m.keyword, m.timeout_s, m.retries,
     m.keyword_absent, m.expires_within_sec, m.grace_sec, m.private, m.group_name,
     EXISTS (SELECT 1 FROM maintenance_windows w
              WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
-               AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
+               AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms)
+    OR EXISTS (SELECT 1 FROM maintenance_schedules s
+                WHERE (s.monitor_id = m.id OR s.owner_id = m.owner_id)
+                  AND {IN_SCHEDULED_WINDOW}) AS in_maintenance,
     (SELECT i.started_at_ms FROM incidents i
       WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
     (SELECT r.last_check_ms FROM rollups r
