@@ -33,8 +33,8 @@ def ok(db: str, *args: str, **env: str) -> str:
 
 def world(path: Path, server: LocalServer, token_sha256: str) -> str:
     """A file as a user writes it: every section, a heartbeat with its token's digest, a channel
-    through ${HOOK_URL}, an owner whose plan expires, a maintenance window, a paused private
-    monitor in a group."""
+    through ${HOOK_URL}, an owner whose plan expires, a one-off and a recurring maintenance
+    window, a paused private monitor in a group."""
     path.write_text(
         f"""
 [settings]
@@ -75,6 +75,11 @@ owner = "alice"
 from = "2027-01-01T02:00:00Z"
 until = "2027-01-01T03:00:00Z"
 
+[[maintenance]]
+monitor = "api"
+weekly = "sat,sun@03:00"
+for = "90m"
+
 [[channels]]
 url = "${{HOOK_URL}}"
 monitor = "api"
@@ -101,9 +106,10 @@ def test_export_then_apply_on_an_empty_database_then_export_gives_the_same_file(
             "+ monitor backups (heartbeat)",
             f"+ monitor old site ({local_server.url('/ok')})",
             "+ maintenance 2027-01-01T02:00:00Z to 2027-01-01T03:00:00Z (owner alice)",
+            "+ maintenance weekly sat,sun@03:00 for 90m (monitor api)",
             f"+ channel json://127.0.0.1:{receiver.port}/***/*** (monitor api)",
             f"+ network canary {local_server.url('/ok')}",
-            "8 to add, 0 to change, 0 to remove",
+            "9 to add, 0 to change, 0 to remove",
         ]
         exported = ok(first, "export")
         assert "${HOOK_URL}" in exported and "s3cret" not in exported and token not in exported
@@ -233,6 +239,8 @@ def test_a_bad_file_is_one_line_naming_its_line_and_nothing_is_applied(tmp_path:
             ":2: channels.0.url: ${NOT_SET_ANYWHERE} is not set in the environment"
         ),
         '[[maintenance]]\nowner = "x"\n': ":2: maintenance.0.owner: no owner 'x' in the file or the database",
+        '[monitors.a]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\n\n[[maintenance]]\nmonitor = "a"\n'
+        'daily = "25:00"\nfor = "1h"\n': ":7: maintenance.0.daily: not a time of day HH:MM (UTC): '25:00'",
         "[monitorz.a]\n": ": monitorz: unknown section [monitorz]",
     }
     file = tmp_path / "bad.toml"

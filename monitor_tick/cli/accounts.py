@@ -261,35 +261,20 @@ def maintenance_add(
     typer.echo(str(new_id))
 
 
-def _time_of_day(text: str, option: str) -> int:
-    hours, sep, minutes = text.strip().partition(":")
-    if not (sep and hours.isdigit() and minutes.isdigit() and int(hours) < 24 and int(minutes) < 60):
-        fail(f"{option}: not a time of day HH:MM (UTC): {text!r}", 2)
-    return int(hours) * 60 + int(minutes)
-
-
 def _repeats(daily: str | None, weekly: str | None) -> tuple[int, int]:
     """(start minute of the UTC day, days mask) of --daily HH:MM or --weekly DAYS@HH:MM."""
-    if daily is not None:
-        return _time_of_day(daily, "--daily"), schedule.EVERY_DAY
-    assert weekly is not None
-    days, sep, at = weekly.partition("@")
-    if not sep:
-        fail(f"--weekly: give days and a time, e.g. sat,sun@03:00 (got {weekly!r})", 2)
-    mask = 0
-    for day in days.lower().split(","):
-        if day.strip()[:3] not in schedule.DAYS:
-            fail(f"--weekly: not a day: {day!r} (mon, tue, wed, thu, fri, sat, sun)", 2)
-        mask |= 1 << schedule.DAYS.index(day.strip()[:3])
-    return _time_of_day(at, "--weekly"), mask
+    try:
+        if daily is not None:
+            return schedule.parse_time_of_day(daily), schedule.EVERY_DAY
+        return schedule.parse_weekly(weekly or "")
+    except ValueError as exc:
+        fail(f"{'--daily' if daily is not None else '--weekly'}: {exc}", 2)
 
 
 def repeats_text(start_minute: int, duration_min: int, days_mask: int) -> str:
     """'daily 03:00 UTC for 30m', 'weekly sat,sun 03:00 UTC for 2h'."""
-    at = f"{start_minute // 60:02d}:{start_minute % 60:02d} UTC for {clock.format_duration_s(duration_min * 60)}"
-    if days_mask == schedule.EVERY_DAY:
-        return f"daily {at}"
-    return f"weekly {','.join(d for n, d in enumerate(schedule.DAYS) if days_mask >> n & 1)} {at}"
+    kind, when = schedule.describe_repeats(start_minute, days_mask)
+    return f"{kind} {when.replace('@', ' ')} UTC for {clock.format_duration_s(duration_min * 60)}"
 
 
 def _covers(row: dict[str, object]) -> str:

@@ -32,7 +32,7 @@ from typing import Any
 from monitor_tick import store
 from monitor_tick.cli import deferred
 from monitor_tick.cli.common import setting_text
-from monitor_tick.core import clock
+from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import (
     COMMON_SETTINGS,
     MAX_INTERVAL_SEC,
@@ -66,7 +66,7 @@ MONITOR_KEYS = (
 _KEYS = {
     "plans": ("min_interval_sec",),
     "owners": ("plan", "plan_expires_at"),
-    "maintenance": ("monitor", "owner", "from", "until"),
+    "maintenance": ("monitor", "owner", "from", "until", "daily", "weekly", "for"),
     "channels": ("url", "monitor", "owner"),
     "settings": (store.CANARY_SETTING,),
 }
@@ -402,19 +402,20 @@ def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int) ->
         if name not in file_monitors:
             remove(f"monitor {name}", lambda c, i=row["id"]: _discard(store.remove_monitor(c, str(i))))
     monitor_names = set(file_monitors) | (set() if prune else set(monitors))
-    # maintenance windows: identified by what they cover and when
-    windows = {(w["monitor"], w["owner"], w["starts_at_ms"], w["ends_at_ms"]): w for w in now["maintenance"]}
+    # maintenance windows: identified by what they cover and when (or how they recur)
+    windows: dict[tuple[Any, ...], dict[str, Any]] = {
+        (w["monitor"], w["owner"], w["starts_at_ms"], w["ends_at_ms"]): w for w in now["maintenance"]
+    }
+    windows.update(
+        {
+            (w["monitor"], w["owner"], "every", w["start_minute"], w["duration_min"], w["days_mask"]): w
+            for w in now["schedules"]
+        }
+    )
     wanted = set()
     for index, entry in enumerate(_array(data, "maintenance")):
         _scope(entry, monitor_names, owner_names, "maintenance", index, optional=False)
-        for key in ("from", "until"):
-            if key not in entry:
-                raise FileError(f"{key} is missing", "maintenance", index)
-        starts = _instant_ms(entry["from"], "maintenance", index, "from")
-        ends = _instant_ms(entry["until"], "maintenance", index, "until")
-        if ends <= starts:
-            raise FileError("until must be after from", "maintenance", index, "until")
-        key = (entry.get("monitor"), entry.get("owner"), starts, ends)
+        key = _window_key(entry, index)
         wanted.add(key)
         if key not in windows:
             plan.changes.append(Change("+", f"maintenance {_window_text(*key)}", _add_window(*key)))
@@ -493,9 +494,45 @@ def _expiry(ms: int | None) -> str:
     return "never" if ms is None else clock.iso_from_ms(ms)
 
 
-def _window_text(monitor: str | None, owner: str | None, starts: int, ends: int) -> str:
+def _window_key(entry: dict[str, Any], index: int) -> tuple[Any, ...]:
+    """(monitor, owner, starts_at_ms, ends_at_ms) of a one-off window, or (monitor, owner,
+    'every', start_minute, duration_min, days_mask) of a recurring one. Raises FileError."""
+    scope = (entry.get("monitor"), entry.get("owner"))
+    recurring = [key for key in ("daily", "weekly") if key in entry]
+    if recurring:
+        if len(recurring) > 1 or "from" in entry or "until" in entry:
+            raise FileError("give from and until, or one of daily and weekly (with for)", "maintenance", index)
+        try:
+            value = entry[recurring[0]]
+            if recurring[0] == "daily":
+                start, mask = schedule.parse_time_of_day(value), schedule.EVERY_DAY
+            else:
+                start, mask = schedule.parse_weekly(value)
+        except ValueError as exc:
+            raise FileError(str(exc), "maintenance", index, recurring[0]) from None
+        try:
+            length_s = clock.parse_duration_s(entry["for"]) if isinstance(entry.get("for"), str) else _bad()
+            if length_s % 60 or not 60 <= length_s <= 86_400:
+                raise ValueError
+        except ValueError:
+            raise FileError('for must be whole minutes, 1m to 24h, e.g. "30m"', "maintenance", index, "for") from None
+        return (*scope, "every", start, int(length_s // 60), mask)
+    for key in ("from", "until"):
+        if key not in entry:
+            raise FileError(f"{key} is missing", "maintenance", index)
+    starts = _instant_ms(entry["from"], "maintenance", index, "from")
+    ends = _instant_ms(entry["until"], "maintenance", index, "until")
+    if ends <= starts:
+        raise FileError("until must be after from", "maintenance", index, "until")
+    return (*scope, starts, ends)
+
+
+def _window_text(monitor: str | None, owner: str | None, *when: Any) -> str:
     covers = f"monitor {monitor}" if monitor is not None else f"owner {owner}"
-    return f"{clock.iso_from_ms(starts)} to {clock.iso_from_ms(ends)} ({covers})"
+    if when[0] == "every":
+        kind, at = schedule.describe_repeats(when[1], when[3])
+        return f"{kind} {at} for {when[2]}m ({covers})"
+    return f"{clock.iso_from_ms(when[0])} to {clock.iso_from_ms(when[1])} ({covers})"
 
 
 def _channel_text(url: str, monitor: str | None, owner: str | None) -> str:
@@ -521,7 +558,15 @@ def _edit_owner(name: str, plan: str, expires_ms: int | None) -> Callable[[store
     )
 
 
-def _add_window(monitor: str | None, owner: str | None, starts: int, ends: int) -> Callable[[store.Connection], None]:
+def _add_window(monitor: str | None, owner: str | None, *when: Any) -> Callable[[store.Connection], None]:
+    if when[0] == "every":
+        _, start, length, mask = when
+        return lambda c: _discard(
+            store.add_maintenance_schedule(
+                c, monitor_ref=monitor, owner_name=owner, start_minute=start, duration_min=length, days_mask=mask
+            )
+        )
+    starts, ends = when
     return lambda c: _discard(
         store.add_maintenance(c, monitor_ref=monitor, owner_name=owner, starts_at_ms=starts, ends_at_ms=ends)
     )
@@ -669,6 +714,11 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
             f"\n[[maintenance]]\n{covers}\nfrom = {_value(clock.iso_from_ms(row['starts_at_ms']))}\n"
             f"until = {_value(clock.iso_from_ms(row['ends_at_ms']))}\n"
         )
+    for row in now["schedules"]:
+        scope = "monitor" if row["monitor"] is not None else "owner"
+        kind, at = schedule.describe_repeats(row["start_minute"], row["days_mask"])
+        out.append(f"\n[[maintenance]]\n{scope} = {_value(row[scope])}\n{kind} = {_value(at)}\n")
+        out.append(f"for = {_value(str(row['duration_min']) + 'm')}\n")
     for row in now["channels"]:
         hidden = redact_channel_url(row["url"])
         where = f"channel {row['id']} url"

@@ -121,6 +121,35 @@ def next_scheduled_window(after_minute: int, start_minute: int, days_mask: int) 
     raise ValueError(f"days_mask {days_mask} has no day")
 
 
+def parse_time_of_day(text: str) -> int:
+    """'03:00' -> minutes after 00:00 (UTC). Raises ValueError."""
+    hours, sep, minutes = str(text).strip().partition(":")
+    if not (sep and hours.isdigit() and minutes.isdigit() and int(hours) < 24 and int(minutes) < 60):
+        raise ValueError(f"not a time of day HH:MM (UTC): {text!r}")
+    return int(hours) * 60 + int(minutes)
+
+
+def parse_weekly(text: str) -> tuple[int, int]:
+    """'sat,sun@03:00' -> (start minute of the day, days mask). Raises ValueError."""
+    days, sep, at = str(text).partition("@")
+    if not sep:
+        raise ValueError(f"give days and a time, e.g. sat,sun@03:00 (got {text!r})")
+    mask = 0
+    for day in days.lower().split(","):
+        if day.strip()[:3] not in DAYS or len(day.strip()) < 3:
+            raise ValueError(f"not a day: {day!r} ({', '.join(DAYS)})")
+        mask |= 1 << DAYS.index(day.strip()[:3])
+    return parse_time_of_day(at), mask
+
+
+def describe_repeats(start_minute: int, days_mask: int) -> tuple[str, str]:
+    """('daily', '03:00') or ('weekly', 'sat,sun@03:00'): how a recurring window is written."""
+    at = f"{start_minute // 60:02d}:{start_minute % 60:02d}"
+    if days_mask == EVERY_DAY:
+        return "daily", at
+    return "weekly", f"{','.join(d for n, d in enumerate(DAYS) if days_mask >> n & 1)}@{at}"
+
+
 def is_housekeeping_minute(minute: int) -> bool:
     return minute % MINUTES_PER_DAY == HOUSEKEEPING_MINUTE_OF_DAY
 

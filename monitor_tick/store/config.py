@@ -16,7 +16,8 @@ if TYPE_CHECKING:
 
 def configuration(conn: Connection, now_ms: int) -> dict[str, Any]:
     """Every plan, owner, monitor (every column, its owner's name, its token's digest), the
-    maintenance windows not over at `now_ms`, the channels, and the canary, in id order."""
+    maintenance windows not over at `now_ms` and the recurring ones, the channels, and the
+    canary, in id order."""
     return {
         "plans": dicts(conn, "SELECT id, name, min_interval_sec FROM plans ORDER BY id"),
         "owners": dicts(
@@ -33,6 +34,12 @@ def configuration(conn: Connection, now_ms: int) -> dict[str, Any]:
             " FROM maintenance_windows w LEFT JOIN monitors m ON m.id = w.monitor_id"
             " LEFT JOIN owners o ON o.id = w.owner_id WHERE w.ends_at_ms > ? ORDER BY w.starts_at_ms, w.id",
             (now_ms,),
+        ),
+        "schedules": dicts(
+            conn,
+            "SELECT s.id, m.name AS monitor, o.name AS owner, s.start_minute, s.duration_min, s.days_mask"
+            " FROM maintenance_schedules s LEFT JOIN monitors m ON m.id = s.monitor_id"
+            " LEFT JOIN owners o ON o.id = s.owner_id ORDER BY s.id",
         ),
         "channels": dicts(
             conn,
