@@ -207,6 +207,7 @@ def _digest(token: str) -> str:
 def test_secrets_typed_in_are_exported_as_placeholders_with_a_warning_naming_them(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     ok(db, "add", "https://user:hunter2@127.0.0.1:9/health?key=abc", "--name", "api")
+    ok(db, "add", "http://127.0.0.1:9/", "--name", "text", "--keyword-absent", "see https://u:pw2@x.test/")
     ok(db, "notify", "add", "json://127.0.0.1:9/hook/tok3n")
     run = cli(db, "export")
     assert run.returncode == 0
@@ -214,10 +215,13 @@ def test_secrets_typed_in_are_exported_as_placeholders_with_a_warning_naming_the
     assert run.stderr.splitlines() == [
         "monitor-tick: export: monitors.api.url holds a secret typed in: written as ${MONITOR_API_URL}; "
         "set MONITOR_API_URL before applying the file",
+        "monitor-tick: export: monitors.text.keyword_absent holds a secret typed in: written as "
+        "${MONITOR_TEXT_KEYWORD_ABSENT}; set MONITOR_TEXT_KEYWORD_ABSENT before applying the file",
         "monitor-tick: export: channel 1 url holds a secret typed in: written as ${CHANNEL_1_URL}; "
         "set CHANNEL_1_URL before applying the file",
     ]
-    assert "hunter2" not in run.stdout + run.stderr and "tok3n" not in run.stdout + run.stderr
+    out = run.stdout + run.stderr
+    assert "hunter2" not in out and "tok3n" not in out and "pw2" not in out
 
 
 def test_a_bad_file_is_one_line_naming_its_line_and_nothing_is_applied(tmp_path: Path) -> None:

@@ -43,7 +43,7 @@ from monitor_tick.core.model import (
     check_alert_settings,
     check_name,
 )
-from monitor_tick.core.redact import redact_channel_url, redact_url
+from monitor_tick.core.redact import redact_channel_url, redact_text, redact_url
 
 HEADER = "# monitor-tick configuration: `monitor-tick apply FILE` makes a database match it.\n"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -701,8 +701,11 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
                     row["name"],
                     "url",
                 )
-            elif isinstance(value, str) and key != "owner":
-                value = store.env_ref(conn, f"monitors:{row['id']}:{key}", value) or value
+            elif isinstance(value, str) and key not in ("owner", "group_name"):
+                where = f"monitors.{_key(row['name'])}.{key}"
+                value = secret(
+                    f"monitors:{row['id']}:{key}", value, redact_text(value), where, "monitor", row["name"], key
+                )
             if value is not None:
                 lines.append(f"{key} = {_value(value)}\n")
         out.extend(lines)
