@@ -174,7 +174,7 @@ def test_housekeeping_auto_pauses_long_outages_and_drops_old_rollups(conn: sqlit
     assert [p.monitor_id for p in paused] == [long_down] and deleted == 1
     assert conn.execute("SELECT id FROM monitors WHERE auto_paused = 1").fetchall() == [(long_down,)]
     assert rollup(conn, short_down) == (1, 1)
-    store.set_paused(conn, str(long_down), False)
+    store.set_paused(conn, str(long_down), False, now_ms)
     assert conn.execute("SELECT count(*) FROM monitors WHERE auto_paused = 1").fetchone()[0] == 0
 
 

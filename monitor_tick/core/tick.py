@@ -88,6 +88,8 @@ class TickReport:
     housekeeping: tuple[list[store.AutoPaused], int] | None = None  # (auto-paused, rollups deleted)
     network_lost: bool = False
     delivery: notify.DeliveryReport | None = None
+    # the daily housekeeping tick found no monitor at all (said on stderr: a wrong --db?)
+    no_monitors: bool = False
 
     def as_json(self) -> dict[str, Any]:
         s = self.summary
@@ -299,6 +301,7 @@ def run_tick(options: TickOptions) -> TickReport:
             housekeeping = store.housekeep(
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
             )
+        no_monitors = housekeeping is not None and not store.has_monitors(conn)
         # after the results are committed; nobody is told anything while our network is down
         delivery = None
         sending_s = left_s(NETWORK_DEADLINE_S)
@@ -327,6 +330,7 @@ def run_tick(options: TickOptions) -> TickReport:
         housekeeping=housekeeping,
         network_lost=network_lost,
         delivery=delivery,
+        no_monitors=no_monitors,
     )
 
 

@@ -9,10 +9,11 @@
     due.py         due selection (SELECT_DUE) and the rollups that order the probes
     results.py     a tick's results: rollups, incident steps, the ledger's figures; housekeeping
     deliveries.py  incident events, channels, the deliveries outbox, settings
-    manage.py      plans, owners, monitors, maintenance windows (add, list, pause, remove)
+    manage.py      plans, owners, monitors, maintenance windows (add, edit, list, pause, remove)
     reads.py       report, status page, badges and metrics: reads only
     pings.py       heartbeat tokens and pings
     imports.py     monitors brought in from another tool, all in one transaction
+    config.py      the configuration as a whole (export, apply) and its `${VAR}` references
 
 Uses the standard library's sqlite3 synchronously: the database is touched before the probes
 start and after they all finish, never while they run, so an idle tick needs no event loop.
@@ -25,6 +26,7 @@ The public API is what is imported below (callers write `store.open_db(...)`); t
 module is its own.
 """
 
+from monitor_tick.store.config import configuration, env_ref, set_env_ref, set_token_digest
 from monitor_tick.store.db import StoreError, write_tx
 from monitor_tick.store.deliveries import (
     CANARY_SETTING,
@@ -45,18 +47,31 @@ from monitor_tick.store.imports import ImportedMonitor, existing_names, import_m
 from monitor_tick.store.ledger import Claim, Rerun, claim_minute, claim_minutes
 from monitor_tick.store.manage import (
     add_maintenance,
+    add_maintenance_schedule,
     add_monitor,
     add_owner,
     add_plan,
+    edit_owner,
+    edit_plan,
     incidents_for,
+    list_maintenance,
     list_monitors,
+    list_owners,
+    list_plans,
+    monitor_detail,
     monitor_id,
+    monitor_row,
+    remove_maintenance,
     remove_monitor,
+    remove_owner,
+    remove_plan,
     set_paused,
+    update_monitor,
 )
 from monitor_tick.store.pings import heartbeat_by_token, heartbeat_id, heartbeat_pings, record_ping
 from monitor_tick.store.reads import (
     first_tick_minute,
+    has_monitors,
     last_tick,
     recent_incidents,
     report,
@@ -91,6 +106,10 @@ from monitor_tick.store.sqlite import (
 )
 
 __all__ = [
+    "configuration",
+    "env_ref",
+    "set_env_ref",
+    "set_token_digest",
     "StoreError",
     "write_tx",
     "SCHEMA_VERSION",
@@ -133,6 +152,7 @@ __all__ = [
     "remove_channel",
     "set_setting",
     "add_maintenance",
+    "add_maintenance_schedule",
     "add_monitor",
     "add_owner",
     "add_plan",
@@ -141,7 +161,19 @@ __all__ = [
     "monitor_id",
     "remove_monitor",
     "set_paused",
+    "edit_owner",
+    "edit_plan",
+    "list_maintenance",
+    "list_owners",
+    "list_plans",
+    "monitor_row",
+    "monitor_detail",
+    "remove_maintenance",
+    "remove_owner",
+    "remove_plan",
+    "update_monitor",
     "first_tick_minute",
+    "has_monitors",
     "last_tick",
     "recent_incidents",
     "report",

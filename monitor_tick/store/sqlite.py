@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from monitor_tick.store.db import StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 10
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 # The connection the store's functions take, and what its statements raise (callers catch it
