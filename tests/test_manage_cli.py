@@ -256,3 +256,70 @@ def test_a_recurring_window_skips_its_minutes_every_day_and_is_listed_with_its_n
     ):
         run = cli(db, "maintenance", "add", "--monitor", "api", *args)
         assert (run.returncode, run.stdout, run.stderr) == (2, "", f"monitor-tick: {error}\n"), args
+
+
+def test_edit_and_show_take_every_request_option_and_never_print_a_secret(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    ok(db, "add", "http://127.0.0.1:9/health", "--name", "api")
+    out = ok(
+        db,
+        "edit",
+        "api",
+        "--method",
+        "post",
+        "--header",
+        "X-Api-Key: abc123",
+        "--header",
+        "X-Tenant: ${TENANT}",
+        "--basic-auth",
+        "ops:hunter2",
+        "--body",
+        "token=s3cret",
+        "--json-field",
+        "status=UP",
+        "--max-latency",
+        "500ms",
+    )
+    assert out == (
+        "monitor 1 (api): --method GET -> POST, --max-latency none -> 500ms, --json-field none -> status=UP, "
+        "--header none -> X-Api-Key: ***\\nX-Tenant: ${TENANT}, --basic-auth none -> ops:***, --body none -> ***\n"
+    )
+    conn = sqlite3.connect(db)
+    stored = conn.execute("SELECT method, headers, basic_auth, body, max_latency_ms, json_field FROM monitors")
+    assert stored.fetchone() == (
+        "POST",
+        "X-Api-Key: abc123\nX-Tenant: ${TENANT}",
+        "ops:hunter2",
+        "token=s3cret",
+        500,
+        "status=UP",
+    )
+    shown = json.loads(ok(db, "show", "api", "--json"))["monitor"]
+    assert (shown["headers"], shown["basic_auth"], shown["body"], shown["max_latency_ms"]) == (
+        "X-Api-Key: ***\nX-Tenant: ${TENANT}",
+        "ops:***",
+        "***",
+        500,
+    )
+    text = ok(db, "show", "api")
+    assert "--max-latency 500ms" in text and "--json-field status=UP" in text and "--basic-auth ops:***" in text
+    for printed in (out, text, ok(db, "list", "--json"), ok(db, "list")):
+        assert "abc123" not in printed and "hunter2" not in printed and "s3cret" not in printed
+    # '' puts an option back to its default, --not-insecure too
+    ok(db, "edit", "api", "--url", "https://127.0.0.1:9/", "--insecure")
+    assert conn.execute("SELECT insecure FROM monitors").fetchone() == (1,)
+    out = ok(db, "edit", "api", "--header", "", "--basic-auth", "", "--not-insecure", "--max-latency", "")
+    assert out == (
+        "monitor 1 (api): --max-latency 500ms -> none, --header X-Api-Key: ***\\nX-Tenant: ${TENANT} -> none, "
+        "--basic-auth ops:*** -> none, --insecure yes -> no\n"
+    )
+    assert conn.execute("SELECT headers, basic_auth, insecure, max_latency_ms FROM monitors").fetchone() == (
+        None,
+        None,
+        0,
+        None,
+    )
+    conn.close()
+    dns = ok(db, "add", "dns://example.org?type=A&server=127.0.0.1:9", "--name", "dns").strip()
+    assert ok(db, "edit", dns, "--max-latency", "2s") == f"monitor {dns} (dns): --max-latency none -> 2000ms\n"
+    assert cli(db, "edit", dns, "--header", "X: y").stderr == "monitor-tick: --header does not apply to dns monitors\n"

@@ -12,7 +12,7 @@ from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
 from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
-from monitor_tick.core.redact import redact_text, redact_url
+from monitor_tick.core.redact import REDACTED_SETTINGS, redact_settings, redact_text
 
 # No envvar here: $MONITOR_TICK_DB is read by the root's --db (the tick's option), so that an
 # explicit --db wins wherever it stands: `--db b.db list` and `list --db b.db` (db_path).
@@ -151,16 +151,19 @@ ALERT_FLAGS = {
 
 
 def setting_text(column: str, value: Any) -> str:
-    """A monitor's stored setting as people read it: durations as 5m, flags as yes/no, the URL
-    with its credentials and query values hidden, any other text with URLs in it redacted."""
+    """A monitor's stored setting as people read it: durations as 5m (a latency as 500ms), flags
+    as yes/no, the URL, headers, basic auth and body through redact_settings (secrets hidden),
+    any other text with URLs in it redacted."""
     if value is None:
         return "none"
-    if column == "url":
-        return redact_url(str(value))
-    if column in ("aligned", "private"):
+    if column in REDACTED_SETTINGS:
+        return shown_name(str(redact_settings({column: value})[column]))
+    if column in ("aligned", "private", "insecure"):
         return "yes" if value else "no"
     if column.endswith("_sec") or column == "timeout_s":
         return clock.format_duration_s(float(value))
+    if column == "max_latency_ms":
+        return f"{value}ms"
     return shown_name(redact_text(str(value)))
 
 

@@ -26,7 +26,7 @@ from monitor_tick.cli.common import (
     setting_text,
     shown_name,
 )
-from monitor_tick.cli.monitors import add, given_options, interval_s
+from monitor_tick.cli.monitors import add, given_options, interval_s, option_of
 from monitor_tick.core import clock
 from monitor_tick.core.model import OPTION_FLAGS, OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings
 
@@ -48,8 +48,9 @@ _FLAGS = {
 
 def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | None = None, **parameters: Any) -> None:
     """Change a monitor's settings (any option of `add`), keeping its id and history; says what
-    changed. A text option given as '' goes back to its default (`--keyword ''`: no keyword check).
-    Example: monitor-tick edit api --every 1m --keyword ok"""
+        changed. A text option given as '' goes back to its default (`--keyword ''`: no keyword check,
+    `--header ''`: no headers), and so does a flag's --not- form (`--not-insecure`).
+        Example: monitor-tick edit api --every 1m --keyword ok"""
     probes = deferred.probes()
     conn = connect(db_path(ctx, db))
     try:
@@ -64,8 +65,10 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
             fail(f"--url: {exc}", 2)
         if kind.pinged != probes.PROBES[row["kind"]].pinged:
             fail("a heartbeat cannot become a probed monitor or the other way; add a new monitor", 2)
-        given = given_options({name: value for name, value in parameters.items() if value != ""})
-        cleared = {name for name, value in given_options(parameters).items() if value == ""}
+        # '' (a --header '' too) and an option's --not- flag put it back to its default
+        blank = {name for name, value in parameters.items() if value in ("", [""]) or value is False}
+        given = given_options({name: value for name, value in parameters.items() if name not in blank})
+        cleared = {option_of(name) for name in blank} - {None}
         # the stored options stay, except those the (new) kind does not have, those at the old
         # kind's default (a changed kind brings its own) and those given as '' (back to default)
         old_kind = probes.PROBES[row["kind"]]

@@ -24,7 +24,7 @@ from monitor_tick.cli.common import (
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
 from monitor_tick.core.model import OPTION_FLAGS
-from monitor_tick.core.redact import redact_channel_url, redact_text, redact_url
+from monitor_tick.core.redact import REDACTED_SETTINGS, redact_channel_url, redact_settings, redact_text
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
 
@@ -40,11 +40,11 @@ def _detail(ref: str, db: str, now_ms: int) -> dict[str, Any]:
     monitor.update(latest_results(monitor, now_ms))
     kind = deferred.probes().PROBES.get(monitor["kind"])
     # what is shown: the options of its kind, secrets hidden (settings may hold credentials)
-    monitor["url"] = redact_url(monitor["url"])
+    monitor.update(redact_settings(monitor))
     for option in OPTION_FLAGS:
         if kind is not None and option not in kind.options:
             monitor.pop(option, None)
-        elif isinstance(monitor.get(option), str):
+        elif isinstance(monitor.get(option), str) and option not in REDACTED_SETTINGS:
             monitor[option] = redact_text(monitor[option])
     counted = {row["hour_start_ms"]: row for row in found["hours"]}
     hours = []
