@@ -14,7 +14,7 @@ from monitor_tick.core import clock
 from monitor_tick.probes.heartbeat import new_token
 from tests.commands import MONITOR_TICK, created_or_nothing
 from tests.receivers import JsonReceiver
-from tests.servers import LocalServer
+from tests.servers import LocalServer, ca_pem_path
 
 START = 29_934_720  # 2026-12-01T00:00Z
 
@@ -258,3 +258,79 @@ def test_a_bad_file_is_one_line_naming_its_line_and_nothing_is_applied(tmp_path:
     before = ok(db, "export")
     assert cli(db, "apply", str(file)).returncode == 2
     assert ok(db, "export") == before
+
+
+def test_request_options_round_trip_and_references_stay_references(tmp_path: Path) -> None:
+    first = str(tmp_path / "first.db")
+    ok(
+        first,
+        "add",
+        "http://127.0.0.1:9/health",
+        "--name",
+        "api",
+        "--header",
+        "X-Api-Key: ${API_KEY}",
+        "--json-field",
+        "status=UP",
+        "--max-latency",
+        "500ms",
+        "--method",
+        "POST",
+        "--basic-auth",
+        "ops:${API_PASSWORD}",
+        "--body",
+        '{"ping": ${PING_BODY}}',
+    )
+    ok(first, "add", "https://127.0.0.1:9/", "--name", "lab", "--ca-file", ca_pem_path())
+    ok(first, "add", "https://127.0.0.1:9/", "--name", "lab2", "--insecure")
+    ok(first, "add", "dns://example.org?type=A&server=127.0.0.1:9&expect=192.0.2.1", "--name", "dns")
+    run = cli(first, "export")
+    assert run.returncode == 0 and run.stderr == ""
+    exported = run.stdout
+    assert (
+        '[monitors.api]\nurl = "http://127.0.0.1:9/health"\ninterval_sec = 300\nmethod = "POST"\n' in exported
+        and 'max_latency_ms = 500\njson_field = "status=UP"\nheaders = "X-Api-Key: ${API_KEY}"\n' in exported
+        and 'basic_auth = "ops:${API_PASSWORD}"\nbody = "{\\"ping\\": ${PING_BODY}}"\n' in exported
+    )
+    assert f'ca_file = "{ca_pem_path()}"\n' in exported
+    assert "insecure = true\n" in exported
+    assert '[monitors.dns]\nurl = "dns://example.org?type=A&server=127.0.0.1:9&expect=192.0.2.1"\n' in exported
+    file = tmp_path / "monitors.toml"
+    file.write_text(exported, encoding="utf-8")
+    second = str(tmp_path / "second.db")
+    ok(second, "apply", str(file))  # no API_KEY in this environment: the tick resolves it, not apply
+    assert ok(second, "export") == exported
+    assert ok(second, "apply", str(file)) == "no changes\n"
+    conn = sqlite3.connect(second)
+    stored = conn.execute("SELECT headers, basic_auth, max_latency_ms, json_field FROM monitors WHERE name = 'api'")
+    assert stored.fetchone() == ("X-Api-Key: ${API_KEY}", "ops:${API_PASSWORD}", 500, "status=UP")
+    conn.close()
+
+
+def test_a_typed_in_password_or_header_value_is_exported_as_a_placeholder_never_the_secret(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    ok(
+        db,
+        "add",
+        "http://127.0.0.1:9/",
+        "--name",
+        "api",
+        "--header",
+        "X-Api-Key: abc123",
+        "--header",
+        "X-Tenant: ${TENANT}",
+        "--basic-auth",
+        "ops:hunter2",
+    )
+    run = cli(db, "export")
+    assert run.returncode == 0
+    assert 'headers = "X-Api-Key: ${MONITOR_API_HEADER_X_API_KEY}\\nX-Tenant: ${TENANT}"\n' in run.stdout
+    assert 'basic_auth = "ops:${MONITOR_API_PASSWORD}"\n' in run.stdout
+    assert run.stderr.splitlines() == [
+        "monitor-tick: export: monitors.api.headers holds a secret typed in: written as "
+        "${MONITOR_API_HEADER_X_API_KEY}; set MONITOR_API_HEADER_X_API_KEY in the tick's environment (cron's) "
+        "before applying the file",
+        "monitor-tick: export: monitors.api.basic_auth holds a secret typed in: written as ${MONITOR_API_PASSWORD}; "
+        "set MONITOR_API_PASSWORD in the tick's environment (cron's) before applying the file",
+    ]
+    assert "abc123" not in run.stdout + run.stderr and "hunter2" not in run.stdout + run.stderr

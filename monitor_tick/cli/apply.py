@@ -12,15 +12,11 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli.common import DbOption, connect, db_path, fail, read
-from monitor_tick.cli.configfile import FileError, Plan, export_text, line_of, read_plan
+from monitor_tick.cli.configfile import EXPORT_MODE, FileError, Plan, export_text, line_of, read_plan
 from monitor_tick.core import clock
 from monitor_tick.publish.atomic import describe_os_error, write_text_atomic
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
-
-# The export holds no secret (placeholders and digests instead), but it describes what is
-# watched and who owns it: readable by its owner only, like the database.
-EXPORT_MODE = 0o600
 
 
 def _file_error(path: str, text: str, exc: FileError) -> str:

@@ -12,7 +12,9 @@ read (`apply`) and remembered (store.env_refs) so that `export` writes the refer
 secret typed in directly (a channel's URL, credentials or query values in a monitor's URL) is
 exported as a `${...}` placeholder, with a warning naming it; never the secret. A heartbeat's
 token is never in the file: its SHA-256 is, so a database rebuilt from the file accepts the same
-pings.
+pings. A monitor's headers, basic auth and body are the exception: their `${VAR}` references
+are stored as written and resolved by each tick (as `add --header` stores them), so they stay
+references; a header value, password or body typed in is exported as a placeholder.
 
 Reading never writes: `read_plan` checks the whole file and returns the changes (`+ ~ -`) with
 their actions; `apply` runs them all in one transaction, or none.
@@ -43,10 +45,22 @@ from monitor_tick.core.model import (
     check_alert_settings,
     check_name,
 )
-from monitor_tick.core.redact import redact_channel_url, redact_text, redact_url
+from monitor_tick.core.redact import (
+    header_lines,
+    redact_channel_url,
+    redact_settings,
+    redact_text,
+    redact_url,
+    redact_value,
+)
 
+# The file holds no secret (placeholders and digests instead), but it describes what is watched
+# and who owns it: readable by its owner only, like the database.
+EXPORT_MODE = 0o600
 HEADER = "# monitor-tick configuration: `monitor-tick apply FILE` makes a database match it.\n"
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# a monitor's keys whose ${VAR} references the tick resolves (probes/request.py), not `apply`
+_TICK_RESOLVED = ("headers", "basic_auth", "body")
 _ALERT_COLUMNS = {
     f: getattr(AlertSettings(), f) for f in ("alert_after_checks", "resolve_after_checks", "remind_every_sec")
 }
@@ -205,7 +219,8 @@ def read_file(text: str) -> tuple[dict[str, Any], dict[tuple[str | int, ...], st
         for name, entry in _table(data, section).items():
             _check_keys(entry, MONITOR_KEYS if section == "monitors" else _KEYS[section], section, name)
             for key, value in entry.items():
-                entry[key] = _resolve(value, (section, name, key), templates)
+                if not (section == "monitors" and key in _TICK_RESOLVED):
+                    entry[key] = _resolve(value, (section, name, key), templates)
     for section in ("maintenance", "channels"):
         for index, entry in enumerate(_array(data, section)):
             _check_keys(entry, _KEYS[section], section, index)
@@ -637,6 +652,37 @@ def _placeholder(*parts: str | int) -> str:
     return "${" + re.sub(r"[^A-Z0-9]+", "_", "_".join(map(str, parts)).upper()).strip("_") + "}"
 
 
+def _request_setting(key: str, value: str, monitor: str, warnings: list[str]) -> str:
+    """A monitor's headers, basic auth or body for the file: as stored where redact_settings
+    would show it whole (no value, or only values holding ${VAR} references), else each part it
+    would hide as a placeholder (a header's value, the password, the body), with a warning."""
+    where = f"monitors.{_key(monitor)}.{key}"
+    if redact_settings({key: value})[key] == value:
+        return value
+    hidden = []
+    if key == "headers":
+        lines = []
+        for name, text in header_lines(value):
+            if redact_value(text) != text:
+                text = _placeholder("monitor", monitor, "header", name)
+                hidden.append(text)
+            lines.append(f"{name}: {text}")
+        written = "\n".join(lines)
+    elif key == "basic_auth":
+        user, _, _password = value.partition(":")
+        hidden.append(_placeholder("monitor", monitor, "password"))
+        written = f"{user}:{hidden[-1]}"
+    else:
+        written = _placeholder("monitor", monitor, key)
+        hidden.append(written)
+    names = ", ".join(h[2:-1] for h in hidden)
+    warnings.append(
+        f"{where} holds a secret typed in: written as {', '.join(hidden)}; "
+        f"set {names} in the tick's environment (cron's) before applying the file"
+    )
+    return written
+
+
 def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
     """The file for the database on `conn`, and a warning per secret written as a placeholder."""
     probes = deferred.probes()
@@ -685,7 +731,7 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
                 continue
             if key in _ALERT_COLUMNS and value == _ALERT_COLUMNS[key]:
                 continue
-            if key in ("aligned", "private"):
+            if key in ("aligned", "private", "insecure"):
                 value = bool(value) or None
             elif key == "paused":
                 value = not row["enabled"] or None
@@ -701,6 +747,8 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
                     row["name"],
                     "url",
                 )
+            elif key in _TICK_RESOLVED and isinstance(value, str):
+                value = _request_setting(key, value, row["name"], warnings)
             elif isinstance(value, str) and key not in ("owner", "group_name"):
                 where = f"monitors.{_key(row['name'])}.{key}"
                 value = secret(
