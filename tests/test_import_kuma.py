@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick import store
+from monitor_tick.core import clock, schedule
 from monitor_tick.probes.heartbeat import token_digest
 from tests.conftest import monitor_rows, run_installed
 from tests.kuma_schema import KUMA_1_23, KUMA_2_0
@@ -159,7 +160,8 @@ def test_kuma_monitors_become_monitors_as_add_makes_them(kuma_db: Path, db_path:
     )
     assert rows["dns"]["url"] == "dns://example.org?type=AAAA&server=1.1.1.1"
     nas = rows["nas"]
-    assert (nas["insecure"], nas["owner"], nas["expires_within_sec"]) == (1, "Home", None)
+    # Kuma's group monitor is not a check: its monitors get its name as their group, no owner
+    assert (nas["insecure"], nas["group_name"], nas["owner"], nas["expires_within_sec"]) == (1, "Home", None, None)
     # duplicate and refused names: renamed, the same way every time
     assert rows["site (2)"]["url"] == "https://www.example.org"
     assert rows["monitor 42"]["url"] == "tcp://db2.lan:3306"
@@ -327,3 +329,18 @@ def test_a_file_that_is_not_a_kuma_database_is_one_line(tmp_path: Path, db_path:
         1,
         f"monitor-tick: no Uptime Kuma database at {tmp_path / 'missing.db'}\n",
     )
+
+
+def test_imported_monitors_get_their_first_check_within_minutes_like_added_ones(kuma_db: Path, db_path: str) -> None:
+    before_minute = clock.minute_of_ms(clock.now_ms())
+    assert run("import", "uptime-kuma", str(kuma_db), "--db", db_path).returncode == 0
+    after_minute = clock.minute_of_ms(clock.now_ms())
+    rows = monitors(db_path).values()
+    for row in rows:
+        if row["enabled"]:
+            assert isinstance(row["first_check_minute"], int)
+            assert before_minute < row["first_check_minute"] <= after_minute + schedule.FIRST_CHECK_SPREAD_MIN
+        else:  # a paused one gets it when resumed
+            assert row["first_check_minute"] is None
+    # spread by id over the next few minutes, not all in one
+    assert len({row["first_check_minute"] for row in rows if row["enabled"]}) > 1

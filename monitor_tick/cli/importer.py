@@ -41,7 +41,7 @@ def import_gatus(
     """Import Gatus endpoints (needs PyYAML: pip install 'monitor-tick[gatus]'). Each endpoint's
     url, method, headers, body, interval (under a minute: one minute), client timeout and the
     conditions monitor-tick has ([STATUS], [RESPONSE_TIME] <, [CERTIFICATE_EXPIRATION] >, [BODY]
-    and [BODY].path ==, [CONNECTED]) carry over; its group becomes its owner, its alerts channels."""
+    and [BODY].path ==, [CONNECTED]) carry over; its group becomes its status-page group, its alerts channels."""
     _import(ctx, db, lambda importers: importers.gatus.read(config), dry_run)
 
 

@@ -39,6 +39,7 @@ def checked(plan: Plan) -> list[tuple[Planned, store.ImportedMonitor]]:
                 interval_sec=planned.interval_sec,
                 aligned=False,
                 given=planned.given,
+                group_name=planned.group,
             )
             alerts = check_alert_settings(planned.alerts)
         except InvalidMonitor as exc:
@@ -54,9 +55,7 @@ def checked(plan: Plan) -> list[tuple[Planned, store.ImportedMonitor]]:
         if PROBES[monitor.kind].pinged and digest is None:
             plan.skipped.append((planned.name, "a heartbeat without a token"))
             continue
-        usable.append(
-            (planned, store.ImportedMonitor(monitor, planned.owner, alerts, planned.enabled, digest, tuple(channels)))
-        )
+        usable.append((planned, store.ImportedMonitor(monitor, alerts, planned.enabled, digest, tuple(channels))))
     return usable
 
 
@@ -91,8 +90,8 @@ def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool
         lines.append(f"  {verb:<9} {monitor.name}{where}: {redact_url(monitor.url)} every {every}{state}")
         if planned.renamed_because:
             lines.append(f"            - renamed from {planned.source_name!r}: {planned.renamed_because}")
-        if item.owner:
-            lines.append(f"            - owner {item.owner}")
+        if monitor.group_name:
+            lines.append(f"            - group {monitor.group_name}")
         for url in item.channels:
             lines.append(f"            - channel {redact_channel_url(url)}")
         for note in planned.notes:
