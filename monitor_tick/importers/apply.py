@@ -59,9 +59,12 @@ def checked(plan: Plan) -> list[tuple[Planned, store.ImportedMonitor]]:
     return usable
 
 
-def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool) -> tuple[list[str], Summary]:
+def run(
+    conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool, to_file: bool = False
+) -> tuple[list[str], Summary]:
     """Import the plan (with `dry_run`, only say what would happen; `conn` None: no database
-    yet, so nothing exists). Returns the report's lines and its figures."""
+    yet, so nothing exists; `to_file`: `conn` is a scratch database that becomes a monitors file,
+    so its ids are not reported). Returns the report's lines and its figures."""
     usable = checked(plan)
     items = [item for _, item in usable]
     # before the import: which names were there already (for the report's reasons)
@@ -75,7 +78,7 @@ def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool
         ids = store.import_monitors(conn, items, now_ms)
     lines = [f"{plan.source}:"]
     added = channels = 0
-    verb = "would add" if dry_run else "added"
+    verb = "would add" if dry_run else "written" if to_file else "added"
     for (planned, item), new_id in zip(usable, ids, strict=True):
         monitor = item.monitor
         if new_id is None:
@@ -84,7 +87,7 @@ def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool
             continue
         added += 1
         channels += len(item.channels)
-        where = "" if dry_run else f" (monitor {new_id})"
+        where = "" if dry_run or to_file else f" (monitor {new_id})"
         every = format_duration_s(monitor.interval_sec)
         state = "" if item.enabled else ", paused"
         lines.append(f"  {verb:<9} {monitor.name}{where}: {redact_url(monitor.url)} every {every}{state}")
@@ -102,7 +105,8 @@ def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool
         lines.append(f"  note: {note}")
     summary = Summary(added, len(ids) - added, len(plan.skipped), channels)
     lines.append(
-        f"{summary.added} {'to add' if dry_run else 'added'}, {summary.existing} already there, "
+        f"{summary.added} {'to add' if dry_run else 'written' if to_file else 'added'}, "
+        f"{summary.existing} already there, "
         f"{summary.skipped} skipped, {summary.channels} channel{'s' if summary.channels != 1 else ''}"
         + (" (dry run: nothing written)" if dry_run else "")
     )
