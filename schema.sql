@@ -1,4 +1,4 @@
--- monitor-tick schema, version 6 (PRAGMA user_version = 6; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 11 (PRAGMA user_version = 11; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -91,7 +91,16 @@ CREATE TABLE monitors (
     -- https: a PEM file of the certificate authorities trusted instead of the system's
     ca_file        TEXT,
     -- https: 1 to skip certificate verification (shown plainly in `list`)
-    insecure       INTEGER NOT NULL DEFAULT 0 CHECK (insecure IN (0, 1))
+    insecure       INTEGER NOT NULL DEFAULT 0 CHECK (insecure IN (0, 1)),
+    -- A minute of the epoch in which the monitor is also due, whatever its schedule: set by add,
+    -- resume, edit and apply to a minute or few ahead, so a daily monitor's first check does not
+    -- wait a day. A minute, not a flag cleared by the check: the clock stays the cursor, and a
+    -- replay of that minute checks it again. NULL: none.
+    first_check_minute INTEGER,
+    -- 1: left out of the status page (and its summary), no badge; metrics and reports keep it
+    private        INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
+    -- the status page's section this monitor is shown in; NULL: the first, untitled one
+    group_name     TEXT
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match
@@ -100,6 +109,9 @@ CREATE INDEX monitors_due ON monitors (
     interval_sec,
     (CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END)
 ) WHERE enabled = 1 AND auto_paused = 0;
+-- Monitors due in their first-check minute (see first_check_minute), one index probe a tick.
+CREATE INDEX monitors_first_check ON monitors (first_check_minute)
+ WHERE first_check_minute IS NOT NULL AND enabled = 1 AND auto_paused = 0;
 -- Monitors whose owner's plan floor is above their own interval are found through their owner.
 CREATE INDEX monitors_owner ON monitors (owner_id, interval_sec);
 -- Rows whose interval has no schedule (possible only if edited by hand with CHECKs ignored): the
@@ -275,6 +287,43 @@ CREATE TABLE pings (
     started_at_ms    INTEGER,
     last_duration_ms INTEGER
 ) STRICT;
+
+-- The largest id each table has handed out. SQLite gives a new row the largest rowid + 1, so
+-- the id of the newest row, once deleted, would go to the next one: a badge URL or a metrics
+-- series would silently switch to another monitor. Inserts take max(this, max(id)) + 1 instead
+-- (store.db.insert_row), so no id of monitors, owners, plans, maintenance_windows or channels is
+-- ever given twice. A mark instead of AUTOINCREMENT: that needs each table rebuilt.
+CREATE TABLE id_high_water (
+    table_name TEXT    PRIMARY KEY,
+    last_id    INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+-- `apply` reads `${VAR}` references in a monitors file and stores what they resolve to. Here it
+-- keeps the reference (`template`) with the SHA-256 of the value it stood for, per stored value
+-- (`target`: 'monitors:ID:COLUMN', 'channels:ID:url', 'settings:NAME'), so that `export` writes
+-- the reference back, never the secret, while the value is still the one it resolved to.
+CREATE TABLE env_refs (
+    target       TEXT PRIMARY KEY,
+    template     TEXT NOT NULL,
+    value_sha256 BLOB NOT NULL CHECK (length(value_sha256) = 32)
+) STRICT, WITHOUT ROWID;
+
+-- Maintenance that comes back: a window of duration_min minutes starting at start_minute (after
+-- 00:00 UTC) on the days of days_mask (bit 0 Monday ... bit 6 Sunday; 127: daily), for a monitor
+-- or an owner. Filtered in the due query like maintenance_windows, through these indexes
+-- (store.due.IN_SCHEDULED_WINDOW); its ids are drawn with maintenance_windows' (id_high_water),
+-- so `maintenance remove ID` names one window of either kind.
+CREATE TABLE maintenance_schedules (
+    id           INTEGER PRIMARY KEY,
+    monitor_id   INTEGER REFERENCES monitors (id) ON DELETE CASCADE,
+    owner_id     INTEGER REFERENCES owners (id) ON DELETE CASCADE,
+    start_minute INTEGER NOT NULL CHECK (start_minute BETWEEN 0 AND 1439),
+    duration_min INTEGER NOT NULL CHECK (duration_min BETWEEN 1 AND 1440),
+    days_mask    INTEGER NOT NULL CHECK (days_mask BETWEEN 1 AND 127),
+    CHECK ((monitor_id IS NULL) <> (owner_id IS NULL))
+) STRICT;
+CREATE INDEX maintenance_schedules_by_monitor ON maintenance_schedules (monitor_id);
+CREATE INDEX maintenance_schedules_by_owner ON maintenance_schedules (owner_id);
 
 -- The work split (several hosts on one PostgreSQL database; one host on SQLite claims every
 -- bucket at once): a monitor falls in bucket id % 64 (store.BUCKETS). A run claims (minute,

@@ -125,8 +125,8 @@ def test_add_says_at_once_when_this_machine_cannot_ping(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     done = in_namespace(db, "add", "icmp://127.0.0.1", ping_groups="1 0")
     assert (done.returncode, done.stdout) == (0, "1\n")
-    assert done.stderr.startswith(
-        "monitor-tick: monitor 1 cannot be probed here until this changes: ping is not available"
-    )
+    created, unable = done.stderr.splitlines()
+    assert created == f"monitor-tick: created database {db}"  # add on a new file says so first
+    assert unable.startswith("monitor-tick: monitor 1 cannot be probed here until this changes: ping is not available")
     allowed = in_namespace(db, "add", "icmp://localhost", ping_groups="0 0")
     assert (allowed.returncode, allowed.stdout, allowed.stderr) == (0, "2\n", "")

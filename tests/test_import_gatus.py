@@ -43,12 +43,14 @@ def test_the_documented_example_imports_what_maps_and_lists_the_rest(db_path: st
     rows = monitors(db_path)
     website = rows["website"]
     # 30s is under a minute: one minute, with a note
-    assert (website["url"], website["interval_sec"], website["owner"], website["timeout_s"]) == (
+    # Gatus's group is the monitor's group (its status-page section), not an owner
+    assert (website["url"], website["interval_sec"], website["group_name"], website["timeout_s"]) == (
         "https://example.org/health",
         60,
         "core",
         5.0,
     )
+    assert all(row["owner"] is None for row in rows.values())
     assert (website["expect_status"], website["max_latency_ms"], website["expires_within_sec"]) == (
         "200",
         499,
@@ -66,7 +68,7 @@ def test_the_documented_example_imports_what_maps_and_lists_the_rest(db_path: st
         300,
     )
     assert rows["keyword-page"]["keyword"] == "Welcome" and rows["keyword-page"]["expect_status"] == "100-299"
-    assert (rows["redis"]["url"], rows["redis"]["owner"]) == ("tcp://10.0.0.5:6379", "internal")
+    assert (rows["redis"]["url"], rows["redis"]["group_name"]) == ("tcp://10.0.0.5:6379", "internal")
     assert rows["gateway-ping"]["url"] == "icmp://10.0.0.1"
     assert rows["dns-a-record"]["url"] == "dns://example.com?type=A&server=8.8.8.8&expect=93.184.215.14"
     assert (rows["ldaps"]["url"], rows["ldaps"]["expires_within_sec"]) == ("tls://ldap.example.org:636", 48 * 3600)

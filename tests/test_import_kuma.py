@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick import store
+from monitor_tick.core import clock, schedule
 from monitor_tick.probes.heartbeat import token_digest
 from tests.conftest import monitor_rows, run_installed
 from tests.kuma_schema import KUMA_1_23, KUMA_2_0
@@ -167,7 +169,8 @@ def test_kuma_monitors_become_monitors_as_add_makes_them(kuma_db: Path, db_path:
     )
     assert rows["dns"]["url"] == "dns://example.org?type=AAAA&server=1.1.1.1"
     nas = rows["nas"]
-    assert (nas["insecure"], nas["owner"], nas["expires_within_sec"]) == (1, "Home", None)
+    # Kuma's group monitor is not a check: its monitors get its name as their group, no owner
+    assert (nas["insecure"], nas["group_name"], nas["owner"], nas["expires_within_sec"]) == (1, "Home", None, None)
     # duplicate and refused names: renamed, the same way every time
     assert rows["site (2)"]["url"] == "https://www.example.org"
     assert rows["monitor 42"]["url"] == "tcp://db2.lan:3306"
@@ -334,4 +337,67 @@ def test_a_file_that_is_not_a_kuma_database_is_one_line(tmp_path: Path, db_path:
     assert (missing.returncode, missing.stderr) == (
         1,
         f"monitor-tick: no Uptime Kuma database at {tmp_path / 'missing.db'}\n",
+    )
+
+
+def test_imported_monitors_get_their_first_check_within_minutes_like_added_ones(kuma_db: Path, db_path: str) -> None:
+    before_minute = clock.minute_of_ms(clock.now_ms())
+    assert run("import", "uptime-kuma", str(kuma_db), "--db", db_path).returncode == 0
+    after_minute = clock.minute_of_ms(clock.now_ms())
+    rows = monitors(db_path).values()
+    for row in rows:
+        if row["enabled"]:
+            assert isinstance(row["first_check_minute"], int)
+            assert before_minute < row["first_check_minute"] <= after_minute + schedule.FIRST_CHECK_SPREAD_MIN
+        else:  # a paused one gets it when resumed
+            assert row["first_check_minute"] is None
+    # spread by id over the next few minutes, not all in one
+    assert len({row["first_check_minute"] for row in rows if row["enabled"]}) > 1
+
+
+def test_to_file_writes_the_monitors_file_instead_of_the_database_and_apply_makes_the_same_monitors(
+    kuma_db: Path, db_path: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "monitors.toml"
+    untouched = str(tmp_path / "none.db")
+    done = run("import", "uptime-kuma", str(kuma_db), "--to-file", str(out), "--db", untouched)
+    assert done.returncode == 0, done.stderr
+    assert not os.path.exists(untouched)  # the file instead of the database
+    assert "written   site: https://example.org every 1m" in done.stdout and "(monitor " not in done.stdout
+    assert done.stdout.splitlines()[-1] == f"wrote {out}; make a database match it with: monitor-tick apply {out}"
+    text = out.read_text(encoding="utf-8")
+    assert out.stat().st_mode & 0o777 == 0o600
+    assert "[monitors.nas]\n" in text and 'group_name = "Home"\n' in text
+    assert f'token_sha256 = "{token_digest(PUSH_TOKEN).hex()}"' in text
+    assert 'basic_auth = "ops:${MONITOR_API_PASSWORD}"' in text
+    for secret in ("ABC-DEF", "hunter2", "s3cret", PUSH_TOKEN, "pw@"):
+        assert secret not in text + done.stdout + done.stderr
+    # the placeholders the warnings name, set as a user would; then the file makes the same monitors
+    placeholders = re.findall(r"set ([A-Z0-9_]+) ", done.stderr)
+    assert "MONITOR_API_PASSWORD" in placeholders and "CHANNEL_1_URL" in placeholders
+    env = {name: "json://127.0.0.1:9/hook" for name in placeholders if name.startswith("CHANNEL_")}
+    applied = str(tmp_path / "applied.db")
+    assert (
+        subprocess.run(
+            [str(Path(sys.executable).parent / "monitor-tick"), "apply", str(out), "--db", applied],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **env},
+        ).returncode
+        == 0
+    )
+    imported = db_path
+    assert run("import", "uptime-kuma", str(kuma_db), "--db", imported).returncode == 0
+    ignored = {"id", "created_at_ms", "first_check_minute", "headers", "basic_auth", "body"}
+
+    def settings(path: str) -> dict[str, dict[str, object]]:
+        return {n: {k: v for k, v in r.items() if k not in ignored} for n, r in monitors(path).items()}
+
+    assert settings(applied) == settings(imported)
+    assert monitors(applied)["api"]["basic_auth"] == "ops:${MONITOR_API_PASSWORD}"  # resolved by the tick
+    refused = run("import", "uptime-kuma", str(kuma_db), "--to-file", str(out), "--dry-run")
+    assert (refused.returncode, refused.stderr) == (
+        2,
+        "monitor-tick: --dry-run and --to-file contradict each other: give one\n",
     )

@@ -119,6 +119,8 @@ def test_a_row_whose_option_does_not_fit_its_kind_is_an_invalid_monitor() -> Non
         "interval_sec": 60,
         "effective_interval_sec": 60,
         "aligned": 0,
+        "private": 0,
+        "group_name": None,
         **{f: getattr(Monitor(0, "", "", "", 60, 60), f) for f in OPTIONS},
     }
     assert monitor_from_row(row).kind == "tcp"

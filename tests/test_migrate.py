@@ -56,7 +56,11 @@ def _fill(db: str) -> tuple[int, str]:
         store.add_maintenance(
             conn, monitor_ref=str(web), owner_name=None, starts_at_ms=T0_MS, ends_at_ms=T0_MS + 60_000
         )
+        store.add_maintenance_schedule(
+            conn, monitor_ref=str(web), owner_name=None, start_minute=120, duration_min=30, days_mask=127
+        )
         store.add_channel(conn, "json://127.0.0.1:9/hook", monitor_ref=None, owner_name=None, created_at_ms=T0_MS)
+        store.set_env_ref(conn, "settings:network_canary_url", "${CANARY_URL}", "http://127.0.0.1:9/canary")
         store.set_setting(conn, store.CANARY_SETTING, "http://127.0.0.1:9/canary")
         for minute in (MINUTE, MINUTE + 1):
             at_ms = clock.minute_start_ms(minute)

@@ -96,11 +96,14 @@ def _expected_due(conn: sqlite3.Connection, minute: int) -> set[int]:
     due = set()
     rows = conn.execute(
         "SELECT m.id, m.interval_sec, m.aligned, m.enabled, m.auto_paused, m.owner_id, p.min_interval_sec, "
-        "o.plan_expires_at_ms FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id "
+        "o.plan_expires_at_ms, m.first_check_minute FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id "
         "LEFT JOIN plans p ON p.id = o.plan_id"
     ).fetchall()
     windows = conn.execute("SELECT monitor_id, owner_id, starts_at_ms, ends_at_ms FROM maintenance_windows").fetchall()
-    for monitor_id, interval_sec, aligned, enabled, auto_paused, owner, plan_floor, expires in rows:
+    recurring = conn.execute(
+        "SELECT monitor_id, owner_id, start_minute, duration_min, days_mask FROM maintenance_schedules"
+    ).fetchall()
+    for monitor_id, interval_sec, aligned, enabled, auto_paused, owner, plan_floor, expires, first_check in rows:
         if not enabled or auto_paused:
             continue
         if any(
@@ -109,9 +112,15 @@ def _expected_due(conn: sqlite3.Connection, minute: int) -> set[int]:
             for w_monitor, w_owner, starts, ends in windows
         ):
             continue
+        if any(
+            (s_monitor == monitor_id or (owner is not None and s_owner == owner))
+            and schedule.in_scheduled_window(minute, start, length, days)
+            for s_monitor, s_owner, start, length, days in recurring
+        ):
+            continue
         floor = schedule.plan_floor_sec(plan_floor, expires, default_floor, now_ms)
         period = schedule.effective_interval_min(interval_sec, floor)
-        if schedule.is_due(minute, monitor_id, period, bool(aligned)):
+        if schedule.is_due(minute, monitor_id, period, bool(aligned), first_check):
             due.add(monitor_id)
     return due
 
@@ -127,6 +136,8 @@ def _random_world(conn: sqlite3.Connection, rng: random.Random, monitors: int) -
     for n in range(monitors):
         owner = rng.choice([None, "alice", "bob", "carol"])
         add(conn, f"http://127.0.0.1/{n}", every_s=rng.choice(intervals), owner=owner, aligned=rng.random() < 0.3)
+    # first checks spread over the day (a window and a plan expiry included), some on paused rows
+    conn.execute("UPDATE monitors SET first_check_minute = ? + (id * 7) % 1440 WHERE id % 3 = 0", (MINUTE,))
     conn.execute("UPDATE monitors SET enabled = 0 WHERE id % 17 = 0")
     conn.execute("UPDATE monitors SET auto_paused = 1 WHERE id % 19 = 0")
     store.add_maintenance(
@@ -138,6 +149,24 @@ def _random_world(conn: sqlite3.Connection, rng: random.Random, monitors: int) -
         owner_name="carol",
         starts_at_ms=base_ms + 100 * 60_000,
         ends_at_ms=base_ms + 160 * 60_000,
+    )
+    # recurring: daily for one monitor, across midnight on some weekdays for an owner
+    minute_of_day = MINUTE % 1440
+    store.add_maintenance_schedule(
+        conn,
+        monitor_ref="7",
+        owner_name=None,
+        start_minute=(minute_of_day + 200) % 1440,
+        duration_min=45,
+        days_mask=127,
+    )
+    store.add_maintenance_schedule(
+        conn,
+        monitor_ref=None,
+        owner_name="alice",
+        start_minute=(minute_of_day + 1400) % 1440,
+        duration_min=90,
+        days_mask=1 << schedule.weekday(MINUTE),
     )
 
 
@@ -188,6 +217,9 @@ def test_the_due_query_reads_candidates_through_indexes(conn: sqlite3.Connection
     assert "SEARCH monitors USING INDEX monitors_due (interval_sec=? AND <expr>=?)" in text, text
     assert "SEARCH m USING INDEX monitors_owner (owner_id=? AND interval_sec<?)" in text, text
     assert "SEARCH m USING INDEX monitors_due (interval_sec<?)" in text, text  # floors up to 15 minutes
+    assert "SEARCH monitors USING INDEX monitors_first_check (first_check_minute=?)" in text, text
+    assert "SEARCH s USING INDEX maintenance_schedules_by_monitor (monitor_id=?)" in text, text
+    assert "SEARCH s USING INDEX maintenance_schedules_by_owner (owner_id=?)" in text, text
     # Full scans only of the small things: CTEs, plans, owners (to find floors above 15 minutes;
     # skipped at run time when no plan has one), and the partial index of rows with an unusable
     # interval (empty on a healthy database).
@@ -195,3 +227,36 @@ def test_the_due_query_reads_candidates_through_indexes(conn: sqlite3.Connection
     details.remove("SCAN monitors USING INDEX monitors_bad_interval")
     scanned = {d.split()[1] for d in details if d.startswith("SCAN ")}
     assert scanned <= {"intervals", "df", "small", "plans", "o", "r", "c", "CONSTANT"}, text
+
+
+# 2026-11-30 is a Monday (weekday 0); minutes of the UTC day
+MONDAY = clock.minute_of_ms(clock.parse_iso_ms("2026-11-30T00:00Z"))
+
+
+@pytest.mark.parametrize(
+    ("at", "start", "length", "days", "inside"),
+    [
+        (MONDAY + 180, 180, 30, 127, True),  # daily 03:00 for 30m, at 03:00
+        (MONDAY + 209, 180, 30, 127, True),
+        (MONDAY + 210, 180, 30, 127, False),  # half-open: 03:30 is out
+        (MONDAY + 179, 180, 30, 127, False),
+        (MONDAY + 1430, 1410, 60, 0b0000001, True),  # Monday 23:30 for 1h
+        (MONDAY + 1440 + 29, 1410, 60, 0b0000001, True),  # ... runs into Tuesday 00:29
+        (MONDAY + 1440 + 30, 1410, 60, 0b0000001, False),
+        (MONDAY + 1440 + 1430, 1410, 60, 0b0000001, False),  # not on Tuesday evening
+        (MONDAY + 5 * 1440 + 200, 180, 60, 0b1100000, True),  # sat,sun@03:00 on Saturday
+        (MONDAY + 4 * 1440 + 200, 180, 60, 0b1100000, False),  # not on Friday
+        (MONDAY + 1440, 0, 1440, 0b0000001, False),  # Monday all day: Tuesday 00:00 is out
+    ],
+)
+def test_a_recurring_window_holds_its_minutes_on_its_days(
+    at: int, start: int, length: int, days: int, inside: bool
+) -> None:
+    assert schedule.weekday(MONDAY) == 0
+    assert schedule.in_scheduled_window(at, start, length, days) is inside
+
+
+def test_the_next_recurring_window_is_the_next_of_its_days() -> None:
+    assert schedule.next_scheduled_window(MONDAY + 100, 180, 127) == MONDAY + 180
+    assert schedule.next_scheduled_window(MONDAY + 180, 180, 127) == MONDAY + 1440 + 180
+    assert schedule.next_scheduled_window(MONDAY + 100, 180, 0b1000000) == MONDAY + 6 * 1440 + 180  # Sunday

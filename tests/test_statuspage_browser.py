@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
+from tests.conftest import add
 from tests.history import DAY, HOSTILE_NAME, NOW_MS, TODAY_MS, History, seed
 from tests.servers import LocalServer, send_response
 
@@ -92,16 +93,30 @@ class Page(HTMLParser):
         self.monitors: dict[int, dict[str, Any]] = {}
         self._current: dict[str, Any] | None = None
         self._field: tuple[str, Any] | None = None
+        self.groups: list[str] = []
+        self.group_titles: list[str] = []
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         a = {k: v or "" for k, v in attrs}
         classes = a.get("class", "").split()
-        if tag == "section" and "overall" in classes:
+        if tag == "section" and "group" in classes:  # groups follow the monitors without one
+            self.groups.append(a["data-group"])
+        elif tag == "h2" and "group" in classes:
+            self._field = ("group", None)
+            self.group_titles.append("")
+        elif tag == "section" and "overall" in classes:
             self.overall = {"state": a["data-state"], "text": ""}
         elif tag == "strong" and self._current is None and self.overall:
             self._field = ("overall", None)
         elif tag == "section" and "monitor" in classes:
-            self._current = {"state": a["data-state"], "name": "", "figures": {}, "bars": [], "incidents": []}
+            self._current = {
+                "state": a["data-state"],
+                "name": "",
+                "figures": {},
+                "bars": [],
+                "incidents": [],
+                "group": self.groups[-1] if self.groups else None,
+            }
             self.monitors[int(a["data-monitor-id"])] = self._current
         elif self._current is None:
             return
@@ -133,6 +148,8 @@ class Page(HTMLParser):
         kind, key = self._field
         if kind == "overall":
             self.overall["text"] += data
+        elif kind == "group":
+            self.group_titles[-1] += data
         elif kind == "name":
             self._current["name"] += data  # type: ignore[index]
         elif kind == "figure":
@@ -181,6 +198,13 @@ def test_the_page_in_a_browser_shows_what_the_database_holds(
     chromium: str, tmp_path: Path, conn: sqlite3.Connection, db_path: str
 ) -> None:
     history: History = seed(conn)
+    # a group of two, and a private monitor that is down: not on the page, its summary or badges
+    conn.execute("UPDATE monitors SET group_name = 'Public sites' WHERE id IN (?, ?)", (history.fresh, history.paused))
+    private = add(conn, "http://private.test/", name="private thing", created_at_ms=NOW_MS - 100 * DAY)
+    conn.execute("UPDATE monitors SET private = 1 WHERE id = ?", (private,))
+    conn.execute(
+        "INSERT INTO incidents (monitor_id, started_at_ms, cause) VALUES (?, ?, 'timeout')", (private, NOW_MS - DAY)
+    )
     site = tmp_path / "site"
     with freeze_time(clock.iso_from_ms(NOW_MS)):
         made = CliRunner().invoke(app, ["status-page", "--out", str(site), "--db", db_path, "--title", "Acme"])
@@ -218,6 +242,11 @@ def test_the_page_in_a_browser_shows_what_the_database_holds(
     assert set(page.monitors) == {history.api, history.web, history.fresh, history.paused}
     assert page.monitors[history.web]["name"] == HOSTILE_NAME
     assert [m["state"] for m in page.monitors.values()] == ["up", "down", "up", "paused"]
+    assert [m["group"] for m in page.monitors.values()] == [None, None, "Public sites", "Public sites"]
+    assert page.group_titles == ["Public sites"]
+    assert "private thing" not in dumped.stdout
+    badges = {p.name for p in (site / "badges").iterdir()}
+    assert f"{history.api}-status.svg" in badges and not any(b.startswith(f"{private}-") for b in badges)
 
     for monitor, shown in page.monitors.items():
         for window, length_ms in (("24h", DAY), ("7d", 7 * DAY), ("30d", 30 * DAY), ("90d", 90 * DAY)):

@@ -187,7 +187,7 @@ def test_housekeeping_auto_pauses_long_outages_and_drops_old_rollups(conn: sqlit
     assert [p.monitor_id for p in paused] == [long_down] and deleted == 1
     assert conn.execute("SELECT id FROM monitors WHERE auto_paused = 1").fetchall() == [(long_down,)]
     assert rollup(conn, short_down) == (1, 1)
-    store.set_paused(conn, str(long_down), False)
+    store.set_paused(conn, str(long_down), False, now_ms)
     assert conn.execute("SELECT count(*) FROM monitors WHERE auto_paused = 1").fetchone()[0] == 0
 
 
@@ -259,3 +259,56 @@ def test_a_run_whose_lease_expired_writes_nothing_for_buckets_taken_over(conn: s
     assert conn.execute("SELECT finished_at_ms, due, up FROM ticks").fetchone() == (T0_MS + 9, 1, 1)
     hosts = conn.execute("SELECT host, count(*), sum(checks) FROM claims GROUP BY host").fetchall()
     assert hosts == [("fresh", store.BUCKETS, 1)]
+
+
+# --- issue 13's store on both engines ------------------------------------------------------------
+
+
+def test_ids_are_never_given_twice_on_either_engine(conn: sqlite3.Connection) -> None:
+    first = add(conn, "http://127.0.0.1:9/a")
+    second = add(conn, "http://127.0.0.1:9/b")
+    store.remove_monitor(conn, str(second))
+    assert add(conn, "http://127.0.0.1:9/c") == second + 1 == first + 2
+    window = store.add_maintenance(conn, monitor_ref=str(first), owner_name=None, starts_at_ms=0, ends_at_ms=60_000)
+    schedule = store.add_maintenance_schedule(
+        conn, monitor_ref=str(first), owner_name=None, start_minute=0, duration_min=10, days_mask=127
+    )
+    assert schedule == window + 1  # one series for both kinds of window
+
+
+def test_a_recurring_window_holds_its_monitor_in_its_minutes_on_its_days_only(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1:9/a", created_at_ms=0)
+    day = MINUTE // clock.MINUTES_PER_DAY  # 2026-12-01, a Tuesday (weekday 1)
+    assert (day + 3) % 7 == 1
+    store.add_maintenance_schedule(
+        conn, monitor_ref=str(monitor), owner_name=None, start_minute=23 * 60 + 30, duration_min=60, days_mask=1 << 1
+    )
+
+    def due_at(minute: int) -> bool:
+        return monitor in [row["id"] for row in store.select_due(conn, minute, clock.minute_start_ms(minute))]
+
+    tuesday = day * clock.MINUTES_PER_DAY
+    assert due_at(tuesday + 23 * 60 + 29) and not due_at(tuesday + 23 * 60 + 30)
+    assert not due_at(tuesday + 24 * 60 + 29)  # past midnight, into Wednesday
+    assert due_at(tuesday + 24 * 60 + 30)
+    assert due_at(tuesday + 24 * 60 + 23 * 60 + 40)  # Wednesday 23:40: not one of its days
+
+
+def test_write_tx_joins_an_open_one_and_an_error_undoes_all_of_it(conn: sqlite3.Connection) -> None:
+    with pytest.raises(store.StoreError), store.write_tx(conn):
+        store.add_plan(conn, "pro", 300)
+        store.add_plan(conn, "pro", 300)  # exists: the whole transaction goes
+    assert [row["name"] for row in store.list_plans(conn)] == ["default"]
+
+
+def test_the_configuration_and_its_references_read_the_same_on_either_engine(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1:9/a", name="a")
+    store.update_monitor(conn, str(monitor), {"private": True, "group_name": "Internal"}, T0_MS)
+    store.set_env_ref(conn, "settings:network_canary_url", "${CANARY}", "http://127.0.0.1:9/canary")
+    assert store.env_ref(conn, "settings:network_canary_url", "http://127.0.0.1:9/canary") == "${CANARY}"
+    assert store.env_ref(conn, "settings:network_canary_url", "http://elsewhere/") is None
+    (row,) = store.configuration(conn, T0_MS)["monitors"]
+    assert (row["name"], row["private"], row["group_name"]) == ("a", 1, "Internal")
+    assert row["first_check_minute"] is not None
+    (listed,) = store.list_monitors(conn, T0_MS, monitor)
+    assert listed["id"] == monitor and store.has_monitors(conn)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from monitor_tick.cli import backup, heartbeat, importer, monitors, notify, status
+from monitor_tick.cli import accounts, apply, backup, edit, heartbeat, importer, monitors, notify, show, status
 from monitor_tick.cli.options import TICK_OPTIONS, TickOption
 from monitor_tick.cli.tick import run_tick_command
 
@@ -34,12 +34,13 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 # the order of `--help`'s command list
-for commands in (monitors.app, backup.app, heartbeat.app, status.app):
+for commands in (monitors.app, edit.app, show.app, apply.app, backup.app, heartbeat.app, status.app):
     app.add_typer(commands)
-app.add_typer(monitors.plan_app, name="plan")
-app.add_typer(monitors.owner_app, name="owner")
-app.add_typer(monitors.maintenance_app, name="maintenance")
+app.add_typer(accounts.plan_app, name="plan")
+app.add_typer(accounts.owner_app, name="owner")
+app.add_typer(accounts.maintenance_app, name="maintenance")
 app.add_typer(notify.notify_app, name="notify")
+app.add_typer(heartbeat.heartbeat_app, name="heartbeat")
 app.add_typer(importer.import_app, name="import")
 
 

@@ -10,18 +10,15 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
-from monitor_tick.core import clock
+from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
-from monitor_tick.core.redact import redact_text
+from monitor_tick.core.redact import REDACTED_SETTINGS, redact_settings, redact_text
 
+# No envvar here: $MONITOR_TICK_DB is read by the root's --db (the tick's option), so that an
+# explicit --db wins wherever it stands: `--db b.db list` and `list --db b.db` (db_path).
 DbOption = Annotated[
     str | None,
-    typer.Option(
-        "--db",
-        envvar=DB_ENVVAR,
-        show_envvar=True,
-        help=DB_HELP,
-    ),
+    typer.Option("--db", help=f"{DB_HELP}, or ${DB_ENVVAR} when set."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -35,8 +32,9 @@ def fail(message: str, code: int = 1) -> NoReturn:
 
 
 def db_path(ctx: typer.Context, db: str | None) -> str:
-    """The command's --db, else the root's (`monitor-tick --db PATH COMMAND`), else the default;
-    a path that is not a file (``--db ""``, ``--db :memory:``) exits 2."""
+    """The command's --db, else the root's (`monitor-tick --db PATH COMMAND`, or
+    $MONITOR_TICK_DB, which only the root reads), else the default; a path that is not a file
+    (``--db ""``, ``--db :memory:``) exits 2."""
     if db is None:
         db = (ctx.find_root().obj or {}).get("db")
     path = DEFAULT_DB if db is None else db
@@ -61,9 +59,12 @@ def _shown_char(ch: str) -> str:
     return ch.encode("unicode_escape").decode("ascii")
 
 
-def connect(path: str) -> store.Connection:
+def connect(path: str, *, create: bool = False) -> store.Connection:
+    """The database at `path` for a command that writes. `create`: only for a command that can
+    succeed on a new, empty database (`add` without --owner, `plan add`, ...); the others fail
+    with 'no database at PATH' and leave no file behind."""
     try:
-        return store.open_db(path)
+        return store.open_db(path, create=create)
     except store.StoreError as exc:
         fail(str(exc))
 
@@ -105,9 +106,10 @@ def instant_ms(text: str, option: str) -> int:
         fail(f"{option}: {exc}", 2)
 
 
-def change(ctx: typer.Context, db: str | None, action: Any) -> Any:
-    """Run `action(conn)` on the database and return what it returns; a StoreError exits 1."""
-    conn = connect(db_path(ctx, db))
+def change(ctx: typer.Context, db: str | None, action: Any, *, create: bool = False) -> Any:
+    """Run `action(conn)` on the database and return what it returns; a StoreError exits 1.
+    `create`: see connect."""
+    conn = connect(db_path(ctx, db), create=create)
     try:
         return action(conn)
     except store.StoreError as exc:
@@ -138,6 +140,47 @@ def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
         "last_duration_ms": row["last_duration_ms"],
         "note": "; ".join(notes),
     }
+
+
+# the monitors columns of alert settings, with the `add`/`edit` option that sets each
+ALERT_FLAGS = {
+    "alert_after_checks": "--alert-after",
+    "resolve_after_checks": "--resolve-after",
+    "remind_every_sec": "--remind",
+}
+
+
+def setting_text(column: str, value: Any) -> str:
+    """A monitor's stored setting as people read it: durations as 5m (a latency as 500ms), flags
+    as yes/no, the URL, headers, basic auth and body through redact_settings (secrets hidden),
+    any other text with URLs in it redacted."""
+    if value is None:
+        return "none"
+    if column in REDACTED_SETTINGS:
+        return shown_name(str(redact_settings({column: value})[column]))
+    if column in ("aligned", "private", "insecure"):
+        return "yes" if value else "no"
+    if column.endswith("_sec") or column == "timeout_s":
+        return clock.format_duration_s(float(value))
+    if column == "max_latency_ms":
+        return f"{value}ms"
+    return shown_name(redact_text(str(value)))
+
+
+def next_check_ms(row: dict[str, Any], state: str, now_ms: int) -> int | None:
+    """When a listed monitor (store.list_monitors' row, its state) is next due, as the start of
+    that minute: after this minute, on its schedule or in its first-check minute. None when it is
+    not probed (paused, auto-paused, invalid). A maintenance window may still hold it then."""
+    if state in ("paused", "auto-paused", "invalid"):
+        return None
+    minute = schedule.next_due_minute(
+        clock.minute_of_ms(now_ms),
+        row["id"],
+        row["effective_interval_sec"] // clock.S_PER_MINUTE,
+        bool(row["aligned"]),
+        row["first_check_minute"],
+    )
+    return clock.minute_start_ms(minute)
 
 
 def _ping_note(row: dict[str, Any], now_ms: int) -> str:

@@ -1,4 +1,5 @@
-"""Heartbeat commands: `ping` records a cron job's signal; `serve` receives signals over HTTP.
+"""Heartbeat commands: `ping` records a cron job's signal; `serve` receives signals over HTTP;
+`heartbeat rotate` gives a heartbeat a new token.
 
 A heartbeat monitor is added with `monitor-tick add heartbeat --name NAME --every 1d`; the
 tick then checks, each period, that a ping arrived (probes/heartbeat.py)."""
@@ -15,6 +16,7 @@ from monitor_tick.cli.common import DbOption, connect, db_path, fail
 from monitor_tick.core import clock
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
+heartbeat_app = typer.Typer(help="Heartbeats: their ping tokens.", no_args_is_help=True)
 
 
 @app.command()
@@ -60,7 +62,7 @@ def serve(
     path /api/push/TOKEN?status=up|down works too. Prints the address it listens on; unknown tokens
     get the same 404 as any other bad request."""
     serve_forever = deferred.receiver().serve
-    conn = connect(db_path(ctx, db))
+    conn = connect(db_path(ctx, db), create=True)
 
     def ready(bound_host: str, bound_port: int) -> None:
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
@@ -72,3 +74,22 @@ def serve(
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     finally:
         conn.close()
+
+
+@heartbeat_app.command("rotate")
+def rotate(
+    ctx: typer.Context,
+    monitor: Annotated[str, typer.Argument(help="Heartbeat monitor id or name.")],
+    db: DbOption = None,
+) -> None:
+    """Give a heartbeat a new ping token and print it (once: only its digest is stored); the old
+    token stops working at once. Its history stays. Example: monitor-tick heartbeat rotate backups"""
+    token, digest = deferred.probes().heartbeat.new_token()
+    conn = connect(db_path(ctx, db))
+    try:
+        store.set_token_digest(conn, store.heartbeat_id(conn, monitor), digest)
+    except store.StoreError as exc:
+        fail(str(exc))
+    finally:
+        conn.close()
+    typer.echo(token)

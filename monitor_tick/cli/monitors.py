@@ -1,10 +1,11 @@
-"""Monitors, plans, owners and maintenance windows: `add`, `list`, `pause`, `resume`, `remove`,
-`plan add`, `owner add`, `maintenance add`."""
+"""Monitors: `add`, `list`, `pause`, `resume`, `remove` (`edit` is in cli/edit.py; plans,
+owners and maintenance windows in cli/accounts.py)."""
 
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from collections.abc import Callable, Mapping
+from typing import Annotated, Any
 
 import typer
 
@@ -14,30 +15,76 @@ from monitor_tick.cli.common import (
     DbOption,
     JsonOption,
     change,
-    checked_name,
     connect,
     db_path,
     duration_or_zero_s,
     duration_s,
     fail,
-    instant_ms,
     latest_results,
+    next_check_ms,
     read,
     shown_name,
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
-from monitor_tick.core.model import MAX_INTERVAL_SEC, AlertSettings, InvalidMonitor, check_alert_settings
+from monitor_tick.core.model import OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings
 from monitor_tick.core.redact import redact_settings
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
-plan_app = typer.Typer(help="Plans: the shortest interval their owners' monitors run at.", no_args_is_help=True)
-owner_app = typer.Typer(help="Owners: who monitors belong to, and on which plan.", no_args_is_help=True)
-maintenance_app = typer.Typer(help="Maintenance windows: times when monitors are not probed.", no_args_is_help=True)
 
 
 # ---------------------------------------------------------------------------------------------
 # Monitors
+
+
+# `add`'s parameters that set a Monitor option under another name, and how their text becomes
+# the option's value; a parameter named like its option, taken as Typer parses it, needs
+# neither. `edit` takes the same parameters (cli/edit.py), so an option added here is editable.
+_OPTION_OF_PARAMETER = {
+    "expect": "expect_status",
+    "expires_within": "expires_within_sec",
+    "grace": "grace_sec",
+    "timeout": "timeout_s",
+    "max_latency": "max_latency_ms",
+    "header": "headers",
+}
+_CONVERT: dict[str, Callable[[Any], Any]] = {
+    "method": str.upper,
+    "expires_within": lambda text: round(duration_s(text, "--expires-within")),
+    "grace": lambda text: round(duration_or_zero_s(text, "--grace")),
+    "timeout": lambda text: duration_s(text, "--timeout"),
+    "max_latency": lambda text: round(duration_s(text, "--max-latency") * 1000),
+    "header": lambda lines: "\n".join(lines) or None,  # repeated: one 'Name: value' a line
+    "ca_file": os.path.abspath,  # cron runs the tick from another directory
+    "insecure": lambda flag: flag or None,  # a flag not given is no option given
+}
+
+
+def option_of(parameter: str) -> str | None:
+    """The Monitor option that `add`'s (or `edit`'s) parameter sets, if any."""
+    option = _OPTION_OF_PARAMETER.get(parameter, parameter)
+    return option if option in OPTIONS else None
+
+
+def given_options(parameters: Mapping[str, Any]) -> dict[str, Any]:
+    """The Monitor options among `add`'s (or `edit`'s) parameter values, converted, leaving out
+    those not given (None, or None once converted). Exits 2 on a bad value."""
+    given = {}
+    for parameter, value in parameters.items():
+        option = option_of(parameter)
+        if option is not None and value is not None:
+            converted = _CONVERT.get(parameter, lambda v: v)(value)
+            if converted is not None:
+                given[option] = converted
+    return given
+
+
+def interval_s(every: str) -> int:
+    """--every as whole seconds; exits 2 unless it is whole minutes (the range is the model's check)."""
+    interval = duration_s(every, "--every")
+    if interval != int(interval):
+        fail(f"--every: interval must be whole minutes (got {every})", 2)
+    return int(interval)
 
 
 @app.command()
@@ -147,6 +194,13 @@ def add(
             help="Fire on wall-clock boundaries (hourly at :00, daily at 00:00 UTC) instead of a spread phase.",
         ),
     ] = False,
+    private: Annotated[
+        bool,
+        typer.Option("--private", help="Leave it out of the status page and its summary, with no badge."),
+    ] = False,
+    group: Annotated[
+        str | None, typer.Option(help="The status page's section it is shown in, e.g. 'Public sites'.")
+    ] = None,
     alert_after: Annotated[
         int, typer.Option(help="Notify after this many consecutive down checks (1 to 10).")
     ] = AlertSettings.alert_after_checks,
@@ -160,35 +214,18 @@ def add(
 ) -> None:
     """Add a monitor and print its id (a heartbeat's token). Example: monitor-tick add https://example.org --every 1m"""
     probes = deferred.probes()
-    interval = duration_s(every, "--every")
-    if interval != int(interval):
-        fail(f"--every: interval must be whole minutes (got {every})", 2)
-    options = {
-        "method": None if method is None else method.upper(),
-        "expect_status": expect,
-        "keyword": keyword,
-        "keyword_absent": keyword_absent,
-        "expires_within_sec": None if expires_within is None else round(duration_s(expires_within, "--expires-within")),
-        "grace_sec": None if grace is None else round(duration_or_zero_s(grace, "--grace")),
-        "timeout_s": None if timeout is None else duration_s(timeout, "--timeout"),
-        "retries": retries,
-        "max_latency_ms": None if max_latency is None else round(duration_s(max_latency, "--max-latency") * 1000),
-        "json_field": json_field,
-        "headers": None if not header else "\n".join(header),
-        "basic_auth": basic_auth,
-        "body": body,
-        # cron runs the tick from another directory
-        "ca_file": None if ca_file is None else os.path.abspath(ca_file),
-        "insecure": insecure or None,
-    }
+    interval = interval_s(every)
+    given = given_options(locals())
     remind_s = duration_s(remind, "--remind") if remind else None
     try:
         monitor = probes.new_monitor(
             name=name,
             url=url,
-            interval_sec=int(interval),
+            interval_sec=interval,
             aligned=aligned,
-            given={option: value for option, value in options.items() if value is not None},
+            given=given,
+            private=private,
+            group_name=group,
         )
         alert_settings = check_alert_settings(
             AlertSettings(alert_after, resolve_after, None if remind_s is None else round(remind_s))
@@ -196,7 +233,11 @@ def add(
     except InvalidMonitor as exc:
         fail(str(exc), 2)
     token, token_sha256 = probes.heartbeat.new_token() if probes.PROBES[monitor.kind].pinged else (None, None)
-    conn = connect(db_path(ctx, db))
+    path = db_path(ctx, db)
+    created = store.is_missing(path)
+    if created and owner is not None:  # a new database has no owners: say so, create none
+        fail(f"no owner named {owner!r}")
+    conn = connect(path, create=True)
     try:
         new_id = store.add_monitor(
             conn, monitor, owner, clock.now_ms(), alert_settings, token_sha256=token_sha256, name_given=name is not None
@@ -205,6 +246,8 @@ def add(
         fail(str(exc))
     finally:
         conn.close()
+    if created:
+        typer.echo(f"monitor-tick: created database {path}", err=True)
     typer.echo(token or str(new_id))
     unable = probes.PROBES[monitor.kind].host_check()
     if unable:  # added all the same (the setting can change), but said now rather than at the hour
@@ -213,11 +256,13 @@ def add(
 
 @app.command("list")
 def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
-    """List monitors with their interval, effective interval (after the plan floor) and state."""
+    """List monitors with their interval, effective interval (after the plan floor), state and
+    when each is next checked."""
     now_ms = clock.now_ms()
     rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
     for row in rows:
         row["state"] = deferred.probes().monitor_state(row)  # judged on the real settings, shown redacted
+        row["next_check_ms"] = next_check_ms(row, row["state"], now_ms)
         row.update(redact_settings(row))
         row.update(latest_results(row, now_ms))
     if as_json:
@@ -228,12 +273,14 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         return
     names = [shown_name(row["name"]) for row in rows]
     width = max(24, *map(len, names))  # names whole: two long names never look the same
-    typer.echo(f"{'ID':>5}  {'NAME':<{width}} {'EVERY':>6}  {'STATE':<12} URL")
+    typer.echo(f"{'ID':>5}  {'NAME':<{width}} {'EVERY':>6}  {'STATE':<12} {'NEXT':<8} URL")
     for row, name in zip(rows, names, strict=True):
         every = clock.format_duration_s(row["effective_interval_sec"])
         if row["effective_interval_sec"] != row["interval_sec"]:
             every += "*"
-        line = f"{row['id']:>5}  {name:<{width}} {every:>6}  {row['state']:<12} {row['url']}"
+        upcoming = row["next_check_ms"]
+        within = "-" if upcoming is None else "in " + clock.format_duration_ms(max(0, upcoming - now_ms))
+        line = f"{row['id']:>5}  {name:<{width}} {every:>6}  {row['state']:<12} {within:<8} {row['url']}"
         typer.echo(f"{line}  {row['note']}" if row["note"] else line)
     if any(r["effective_interval_sec"] != r["interval_sec"] for r in rows):
         typer.echo("* raised to the owner's plan floor")
@@ -244,7 +291,7 @@ def pause(
     ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
 ) -> None:
     """Stop probing a monitor until `resume`."""
-    change(ctx, db, lambda conn: store.set_paused(conn, monitor, True))
+    change(ctx, db, lambda conn: store.set_paused(conn, monitor, True, clock.now_ms()))
 
 
 @app.command()
@@ -252,76 +299,17 @@ def resume(
     ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
 ) -> None:
     """Probe a paused or auto-paused monitor again."""
-    change(ctx, db, lambda conn: store.set_paused(conn, monitor, False))
+    change(ctx, db, lambda conn: store.set_paused(conn, monitor, False, clock.now_ms()))
 
 
 @app.command()
 def remove(
     ctx: typer.Context, monitor: Annotated[str, typer.Argument(help="Monitor id or name.")], db: DbOption = None
 ) -> None:
-    """Delete a monitor with its rollups and incidents."""
-    change(ctx, db, lambda conn: store.remove_monitor(conn, monitor))
-
-
-# ---------------------------------------------------------------------------------------------
-# Plans, owners, maintenance
-
-
-@plan_app.command("add")
-def plan_add(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Plan name.")],
-    min_interval: Annotated[str, typer.Option(help="The shortest interval for this plan's monitors, e.g. 5m.")],
-    db: DbOption = None,
-) -> None:
-    """Add a plan. Example: monitor-tick plan add free --min-interval 5m"""
-    floor_s = duration_s(min_interval, "--min-interval")
-    if floor_s < 60 or floor_s % 60:
-        fail(f"--min-interval must be whole minutes, at least 1m (got {min_interval})", 2)
-    if floor_s > MAX_INTERVAL_SEC:
-        fail(f"--min-interval must be at most {clock.format_duration_s(MAX_INTERVAL_SEC)} (got {min_interval})", 2)
-    checked_name(name, "plan name")
-    change(ctx, db, lambda conn: store.add_plan(conn, name, int(floor_s)))
-
-
-@owner_app.command("add")
-def owner_add(
-    ctx: typer.Context,
-    name: Annotated[str, typer.Argument(help="Owner name.")],
-    plan: Annotated[str, typer.Option(help="Plan name (see `plan add`).")] = "default",
-    expires: Annotated[
-        str | None,
-        typer.Option(
-            help="When the plan ends (ISO-8601, UTC unless an offset is given); the default plan applies after."
-        ),
-    ] = None,
-    db: DbOption = None,
-) -> None:
-    """Add an owner. Example: monitor-tick owner add alice --plan pro --expires 2027-01-01"""
-    expires_ms = instant_ms(expires, "--expires") if expires else None
-    checked_name(name, "owner name")
-    change(ctx, db, lambda conn: store.add_owner(conn, name, plan, expires_ms))
-
-
-@maintenance_app.command("add")
-def maintenance_add(
-    ctx: typer.Context,
-    from_: Annotated[str, typer.Option("--from", help="Start (ISO-8601, UTC unless an offset is given).")],
-    until: Annotated[str, typer.Option(help="End, exclusive (ISO-8601).")],
-    monitor: Annotated[str | None, typer.Option(help="Monitor id or name.")] = None,
-    owner: Annotated[str | None, typer.Option(help="Owner name: covers all their monitors.")] = None,
-    db: DbOption = None,
-) -> None:
-    """Add a maintenance window for one monitor or for all of an owner's monitors."""
-    if (monitor is None) == (owner is None):
-        fail("give exactly one of --monitor or --owner", 2)
-    starts_ms, ends_ms = instant_ms(from_, "--from"), instant_ms(until, "--until")
-    if ends_ms <= starts_ms:
-        fail("--until must be after --from", 2)
-    change(
-        ctx,
-        db,
-        lambda conn: store.add_maintenance(
-            conn, monitor_ref=monitor, owner_name=owner, starts_at_ms=starts_ms, ends_at_ms=ends_ms
-        ),
+    """Delete a monitor with its rollups and incidents, and say what went. Its id is never given
+    to another monitor."""
+    removed = change(ctx, db, lambda conn: store.remove_monitor(conn, monitor))
+    typer.echo(
+        f"removed monitor {removed['id']} ({shown_name(removed['name'])}) with {removed['rollup_hours']} rollup hours, "
+        f"{removed['incidents']} incidents, {removed['windows']} maintenance windows, {removed['channels']} channels"
     )

@@ -48,7 +48,10 @@ def notify_add(
         fail(f"not an Apprise URL this installation can use: {redact_channel_url(url)}", 2)
     now_ms = clock.now_ms()
     channel = change(
-        ctx, db, lambda conn: store.add_channel(conn, url, monitor_ref=monitor, owner_name=owner, created_at_ms=now_ms)
+        ctx,
+        db,
+        lambda conn: store.add_channel(conn, url, monitor_ref=monitor, owner_name=owner, created_at_ms=now_ms),
+        create=monitor is None and owner is None,
     )
     typer.echo(str(channel))
 
@@ -145,7 +148,7 @@ def notify_canary(
                 raise InvalidMonitor("the canary must be an http(s):// URL")
         except InvalidMonitor as exc:
             fail(f"canary: {exc}", 2)
-    conn = connect(db_path(ctx, db))
+    conn = connect(db_path(ctx, db), create=url is not None)
     try:
         if url is None and not off:
             current = store.get_setting(conn, store.canary_setting(host))

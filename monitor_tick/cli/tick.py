@@ -114,6 +114,11 @@ def _run_tick(
         _err(f"monitor-tick: monitor {monitor_id} skipped: {cause}")
     for line in [*report.unfit_lines(budget_s), *report.auto_paused_lines()]:
         _err(f"monitor-tick: {line}")
+    if report.no_monitors:  # once a day, so that cron mails it: maybe the wrong --db
+        _err(
+            f"monitor-tick: {path} has no monitors, so nothing is checked; add one with: "
+            "monitor-tick add URL (said once a day)"
+        )
     for warning in tick_warnings(report):
         _err(f"monitor-tick: {warning}")
     if as_json:

@@ -25,9 +25,8 @@ MAX_TIMEOUT_S = 25.0
 STORED_MAX_TIMEOUT_S = 30.0
 MAX_RETRIES = 3
 # The longest interval (and plan floor). The schedule's rule, minute % n == phase, holds for any
-# n, but a monitor first fires up to n minutes after it is added, and rollups are kept 400 days
-# (store.RETENTION_DEFAULT_MS): past a year a monitor might never be checked in practice, and its
-# last check could be pruned before the next one. A year is the longest period that keeps one.
+# n, but rollups are kept 400 days (store.RETENTION_DEFAULT_MS): past a year a monitor's last
+# check could be pruned before the next one. A year is the longest period that keeps one.
 MAX_INTERVAL_SEC = 365 * 86_400
 
 
@@ -69,11 +68,14 @@ class Monitor:
     ca_file: str | None = None
     # https: do not verify the certificate at all (shown plainly in `list`)
     insecure: bool = False
+    # the status page: left out (no badge, not in the summary); the section it is shown in
+    private: bool = False
+    group_name: str | None = None
 
 
 # Settings every kind has, and the options that apply only to the kinds that list them
 # (probes.Kind.options). Each is a column of `monitors` with the same name.
-COMMON_SETTINGS = ("name", "kind", "url", "interval_sec", "aligned")
+COMMON_SETTINGS = ("name", "kind", "url", "interval_sec", "aligned", "private", "group_name")
 OPTIONS = tuple(f.name for f in fields(Monitor) if f.name not in {"id", "effective_interval_sec", *COMMON_SETTINGS})
 # the `add` option that sets each, for messages
 OPTION_FLAGS = {
@@ -179,6 +181,12 @@ def check_common(monitor: Monitor) -> None:
         )
     if monitor.aligned not in (0, 1):
         raise InvalidMonitor(f"aligned must be 0 or 1 (got {monitor.aligned!r})")
+    if monitor.private not in (0, 1):
+        raise InvalidMonitor(f"private must be 0 or 1 (got {monitor.private!r})")
+    if monitor.group_name is not None:
+        if not isinstance(monitor.group_name, str):
+            raise InvalidMonitor(f"group is not text (got {monitor.group_name!r})")
+        check_name(monitor.group_name, "group")
     if isinstance(timeout_s, bool) or not isinstance(timeout_s, int | float) or not (0 < timeout_s <= MAX_TIMEOUT_S):
         raise InvalidMonitor(f"timeout must be more than 0s and at most {MAX_TIMEOUT_S:g}s (got {timeout_s!r})")
     if isinstance(retries, bool) or not isinstance(retries, int) or not (0 <= retries <= MAX_RETRIES):

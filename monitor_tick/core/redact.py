@@ -119,6 +119,10 @@ def redact_value(value: str) -> str:
     return value if ENV_REFERENCE.search(value) else REDACTED
 
 
+# the settings that redact_settings changes for output
+REDACTED_SETTINGS = ("url", "headers", "basic_auth", "body")
+
+
 def redact_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """A monitor's settings (a row, or a Monitor's fields) for output: the URL redacted, header
     values, the basic-auth password and the body through redact_value (names and the user kept).

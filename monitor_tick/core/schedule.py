@@ -3,7 +3,10 @@
 A monitor is due in minute ``m`` (minute of the epoch) when
 
     m % n == phase,   n = max(interval_sec, plan floor) // 60,
-    phase = 0 for aligned monitors, else id % n.
+    phase = 0 for aligned monitors, else id % n,
+
+or when m is its first-check minute (set a few minutes ahead when it is added, resumed or
+edited, so that a daily monitor is not first checked a day later).
 
 Aligned monitors fire on wall-clock boundaries (every hour at :00, daily at 00:00 UTC);
 spread monitors of one interval created together land on different minutes. The plan floor
@@ -11,10 +14,11 @@ is the owner's plan's `min_interval_sec`, or the default plan's once the owner's
 expired.
 
 The tick does not call the due rule below (plan_floor_sec, effective_interval_min, phase,
-is_due, in_window): store.SELECT_DUE is the same rule in SQL and decides. These functions are
-its oracle, the rule written plainly: the tests hold the SQL to them minute by minute over whole
-days (tests/test_schedule.py, tests/reliability/test_cron.py). The tick uses
-is_housekeeping_minute; the bench and the tests use load_shape.
+is_due, in_window, in_scheduled_window): store.SELECT_DUE is the same rule in SQL and decides.
+These functions are its oracle, the rule written plainly: the tests hold the SQL to them minute by
+minute over whole days (tests/test_schedule.py, tests/reliability/test_cron.py). The tick uses
+is_housekeeping_minute; `add`, `edit`, `resume` and `apply` use first_check_minute; `list` and
+`show` use next_due_minute; the bench and the tests use load_shape.
 """
 
 from __future__ import annotations
@@ -26,6 +30,9 @@ from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE,
 # Housekeeping (auto-pause, rollup retention) runs once a day in this minute of the UTC day:
 # 03:17, away from the :00 boundaries where aligned monitors pile up.
 HOUSEKEEPING_MINUTE_OF_DAY = 3 * 60 + 17
+# A new, resumed or edited monitor is first checked within this many minutes, whatever its
+# interval (first_check_minute).
+FIRST_CHECK_SPREAD_MIN = 5
 
 
 def plan_floor_sec(
@@ -53,14 +60,94 @@ def phase(monitor_id: int, period_min: int, aligned: bool) -> int:
     return 0 if aligned else monitor_id % period_min
 
 
-def is_due(minute: int, monitor_id: int, period_min: int, aligned: bool) -> bool:
-    """True when a monitor with this period (minutes) fires in `minute`."""
-    return minute % period_min == phase(monitor_id, period_min, aligned)
+def is_due(minute: int, monitor_id: int, period_min: int, aligned: bool, first_check_minute: int | None = None) -> bool:
+    """True when a monitor with this period (minutes) fires in `minute`: on its schedule, or in
+    its first-check minute."""
+    return minute % period_min == phase(monitor_id, period_min, aligned) or minute == first_check_minute
+
+
+def first_check_minute(minute: int, monitor_id: int) -> int:
+    """The first-check minute of a monitor added, resumed or edited in `minute`: one to
+    FIRST_CHECK_SPREAD_MIN minutes later, by id, so that a file of 300 monitors applied at once
+    is spread over 5 minutes (the tick of `minute` itself may have run already)."""
+    return minute + 1 + monitor_id % FIRST_CHECK_SPREAD_MIN
+
+
+def next_due_minute(
+    after_minute: int, monitor_id: int, period_min: int, aligned: bool, first_check: int | None = None
+) -> int:
+    """The first minute after `after_minute` in which the monitor is due (maintenance aside)."""
+    scheduled = after_minute + 1 + (phase(monitor_id, period_min, aligned) - after_minute - 1) % period_min
+    if first_check is not None and after_minute < first_check < scheduled:
+        return first_check
+    return scheduled
 
 
 def in_window(now_ms: int, starts_at_ms: int, ends_at_ms: int) -> bool:
     """Maintenance windows are half-open: [starts_at_ms, ends_at_ms)."""
     return starts_at_ms <= now_ms < ends_at_ms
+
+
+# 1970-01-01, day 0 of the epoch, was a Thursday: weekday 3 when Monday is 0
+_EPOCH_WEEKDAY = 3
+DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+EVERY_DAY = 0b1111111
+
+
+def weekday(minute: int) -> int:
+    """The UTC weekday of a minute of the epoch: 0 Monday ... 6 Sunday."""
+    return (minute // MINUTES_PER_DAY + _EPOCH_WEEKDAY) % 7
+
+
+def in_scheduled_window(minute: int, start_minute: int, duration_min: int, days_mask: int) -> bool:
+    """Whether `minute` is inside a recurring maintenance window: `duration_min` minutes from
+    `start_minute` after 00:00 UTC on the weekdays of `days_mask` (bit 0 Monday); a window may
+    run past midnight into the next day."""
+    of_day = minute % MINUTES_PER_DAY
+    today = days_mask >> weekday(minute) & 1 and start_minute <= of_day < start_minute + duration_min
+    yesterday = days_mask >> weekday(minute - MINUTES_PER_DAY) & 1 and of_day + MINUTES_PER_DAY < (
+        start_minute + duration_min
+    )
+    return bool(today or yesterday)
+
+
+def next_scheduled_window(after_minute: int, start_minute: int, days_mask: int) -> int:
+    """The first minute after `after_minute` at which a recurring window starts."""
+    day_start = after_minute - after_minute % MINUTES_PER_DAY
+    for day in range(8):
+        starts = day_start + day * MINUTES_PER_DAY + start_minute
+        if starts > after_minute and days_mask >> weekday(starts) & 1:
+            return starts
+    raise ValueError(f"days_mask {days_mask} has no day")
+
+
+def parse_time_of_day(text: str) -> int:
+    """'03:00' -> minutes after 00:00 (UTC). Raises ValueError."""
+    hours, sep, minutes = str(text).strip().partition(":")
+    if not (sep and hours.isdigit() and minutes.isdigit() and int(hours) < 24 and int(minutes) < 60):
+        raise ValueError(f"not a time of day HH:MM (UTC): {text!r}")
+    return int(hours) * 60 + int(minutes)
+
+
+def parse_weekly(text: str) -> tuple[int, int]:
+    """'sat,sun@03:00' -> (start minute of the day, days mask). Raises ValueError."""
+    days, sep, at = str(text).partition("@")
+    if not sep:
+        raise ValueError(f"give days and a time, e.g. sat,sun@03:00 (got {text!r})")
+    mask = 0
+    for day in days.lower().split(","):
+        if day.strip()[:3] not in DAYS or len(day.strip()) < 3:
+            raise ValueError(f"not a day: {day!r} ({', '.join(DAYS)})")
+        mask |= 1 << DAYS.index(day.strip()[:3])
+    return parse_time_of_day(at), mask
+
+
+def describe_repeats(start_minute: int, days_mask: int) -> tuple[str, str]:
+    """('daily', '03:00') or ('weekly', 'sat,sun@03:00'): how a recurring window is written."""
+    at = f"{start_minute // 60:02d}:{start_minute % 60:02d}"
+    if days_mask == EVERY_DAY:
+        return "daily", at
+    return "weekly", f"{','.join(d for n, d in enumerate(DAYS) if days_mask >> n & 1)}@{at}"
 
 
 def is_housekeeping_minute(minute: int) -> bool:

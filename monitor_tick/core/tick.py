@@ -96,6 +96,8 @@ class TickReport:
     housekeeping: tuple[list[store.AutoPaused], int] | None = None  # (auto-paused, rollups deleted)
     network_lost: bool = False
     delivery: notify.DeliveryReport | None = None
+    # the daily housekeeping tick found no monitor at all (said on stderr: a wrong --db?)
+    no_monitors: bool = False
 
     def as_json(self) -> dict[str, Any]:
         s = self.summary
@@ -277,6 +279,7 @@ def run_tick(options: TickOptions) -> TickReport:
             report.housekeeping = store.housekeep(
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
             )
+        report.no_monitors = report.housekeeping is not None and not store.has_monitors(conn)
         # after the results are committed; nobody is told anything while our network is down
         sending_s = run.left_s(NETWORK_DEADLINE_S, time.perf_counter())
         if not report.network_lost and sending_s >= MIN_PHASE_S and store.has_delivery_work(conn, now_ms):
@@ -413,10 +416,11 @@ def _merged(minute: int, now_ms: int, claim: store.Claim, rounds: list[_Round]) 
         claimed=True,
         covered=claim.covered,
         missed=claim.missed,
-        due=[m for r in rounds for m in r.due],
-        results=[c for r in rounds for c in r.results],
-        invalid=[i for r in rounds for i in r.invalid],
-        refused=[i for r in rounds for i in r.refused],
+        # in id order, as one round lists them, whichever buckets came first
+        due=sorted((m for r in rounds for m in r.due), key=lambda m: m.id),
+        results=sorted((c for r in rounds for c in r.results), key=lambda c: c.monitor_id),
+        invalid=sorted(i for r in rounds for i in r.invalid),
+        refused=sorted(i for r in rounds for i in r.refused),
         summary=store.WriteSummary(
             up=sum(s.up for s in summaries),
             down=sum(s.down for s in summaries),

@@ -39,6 +39,7 @@ def checked(plan: Plan) -> list[tuple[Planned, store.ImportedMonitor]]:
                 interval_sec=planned.interval_sec,
                 aligned=False,
                 given=planned.given,
+                group_name=planned.group,
             )
             alerts = check_alert_settings(planned.alerts)
         except InvalidMonitor as exc:
@@ -54,15 +55,16 @@ def checked(plan: Plan) -> list[tuple[Planned, store.ImportedMonitor]]:
         if PROBES[monitor.kind].pinged and digest is None:
             plan.skipped.append((planned.name, "a heartbeat without a token"))
             continue
-        usable.append(
-            (planned, store.ImportedMonitor(monitor, planned.owner, alerts, planned.enabled, digest, tuple(channels)))
-        )
+        usable.append((planned, store.ImportedMonitor(monitor, alerts, planned.enabled, digest, tuple(channels))))
     return usable
 
 
-def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool) -> tuple[list[str], Summary]:
+def run(
+    conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool, to_file: bool = False
+) -> tuple[list[str], Summary]:
     """Import the plan (with `dry_run`, only say what would happen; `conn` None: no database
-    yet, so nothing exists). Returns the report's lines and its figures."""
+    yet, so nothing exists; `to_file`: `conn` is a scratch database that becomes a monitors file,
+    so its ids are not reported). Returns the report's lines and its figures."""
     usable = checked(plan)
     items = [item for _, item in usable]
     # before the import: which names were there already (for the report's reasons)
@@ -76,7 +78,7 @@ def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool
         ids = store.import_monitors(conn, items, now_ms)
     lines = [f"{plan.source}:"]
     added = channels = 0
-    verb = "would add" if dry_run else "added"
+    verb = "would add" if dry_run else "written" if to_file else "added"
     for (planned, item), new_id in zip(usable, ids, strict=True):
         monitor = item.monitor
         if new_id is None:
@@ -85,14 +87,14 @@ def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool
             continue
         added += 1
         channels += len(item.channels)
-        where = "" if dry_run else f" (monitor {new_id})"
+        where = "" if dry_run or to_file else f" (monitor {new_id})"
         every = format_duration_s(monitor.interval_sec)
         state = "" if item.enabled else ", paused"
         lines.append(f"  {verb:<9} {monitor.name}{where}: {redact_url(monitor.url)} every {every}{state}")
         if planned.renamed_because:
             lines.append(f"            - renamed from {planned.source_name!r}: {planned.renamed_because}")
-        if item.owner:
-            lines.append(f"            - owner {item.owner}")
+        if monitor.group_name:
+            lines.append(f"            - group {monitor.group_name}")
         for url in item.channels:
             lines.append(f"            - channel {redact_channel_url(url)}")
         for note in planned.notes:
@@ -103,7 +105,8 @@ def run(conn: store.Connection | None, plan: Plan, now_ms: int, *, dry_run: bool
         lines.append(f"  note: {note}")
     summary = Summary(added, len(ids) - added, len(plan.skipped), channels)
     lines.append(
-        f"{summary.added} {'to add' if dry_run else 'added'}, {summary.existing} already there, "
+        f"{summary.added} {'to add' if dry_run else 'written' if to_file else 'added'}, "
+        f"{summary.existing} already there, "
         f"{summary.skipped} skipped, {summary.channels} channel{'s' if summary.channels != 1 else ''}"
         + (" (dry run: nothing written)" if dry_run else "")
     )

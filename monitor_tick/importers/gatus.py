@@ -5,7 +5,7 @@
                                    wrapped as Gatus does), interval, client.timeout/insecure
     tcp://, icmp://, tls://        tcp://, icmp://, tls://
     a dns: block                   dns://NAME?type=T&server=URL
-    group                          the monitor's owner (monitor groups come with issue 13)
+    group                          the monitor's group (its status-page section)
 
     condition                      option
     [STATUS] == N, any(..), <, <=, >, >=, !=    --expect (their intersection)
@@ -176,10 +176,10 @@ def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, 
     group = e.get("group")
     if group:
         try:
-            check_name(str(group), "owner name")
-            planned.owner = str(group)
+            check_name(str(group), "group")
+            planned.group = str(group)
         except InvalidMonitor as exc:
-            notes.append(f"group not carried over as owner: {exc}")
+            notes.append(f"group not carried over: {exc}")
     kind = _kind(e, url)
     if kind == "dns":
         query = e["dns"] or {}

@@ -13,7 +13,7 @@ setting that changes what a check does is either carried over or named in a note
     dns                    dns://name?type=T&server=IP[:PORT] (2.0: one `record equals V`
                            condition becomes &expect=V)
     push                   a heartbeat keeping its token (`serve` takes /api/push/TOKEN)
-    group                  not a check: its monitors get its name as their owner
+    group                  not a check: its monitors get its name as their group
     anything else          skipped, with the reason
 
 Kuma's `maxretries` counts failures before it alerts: --alert-after is maxretries + 1.
@@ -125,7 +125,7 @@ def plan_of(
             continue
         parent = by_id.get(row.get("parent"))
         if parent is not None:
-            _owner(planned, str(parent["name"] or ""))
+            _group(planned, str(parent["name"] or ""))
         if tags_of.get(row["id"]):
             planned.notes.append(f"tags not carried over: {', '.join(tags_of[row['id']])}")
         for notification_id in attached.get(row["id"], []):
@@ -144,21 +144,17 @@ def plan_of(
             plan.notes.append(
                 f"notification {n['name']!r}: Apprise posts its own JSON ({{title, message, type}}), not Kuma's"
             )
-    groups = [m for m in monitors if m["type"] == "group"]
-    if groups:
-        names = ", ".join(str(g["name"]) for g in groups)
-        plan.notes.append(f"groups ({names}) become their monitors' owners (monitor groups come with issue 13)")
     assign_names(plan, "kuma monitor {}")
     return plan
 
 
-def _owner(planned: Planned, name: str) -> None:
+def _group(planned: Planned, name: str) -> None:
     try:
-        check_name(name, "owner name")
+        check_name(name, "group")
     except InvalidMonitor as exc:
-        planned.notes.append(f"group not carried over as owner: {exc}")
+        planned.notes.append(f"group not carried over: {exc}")
         return
-    planned.owner = name
+    planned.group = name
 
 
 def _monitor(row: dict[str, Any]) -> Planned:

@@ -30,7 +30,7 @@ class Planned:
     given: dict[str, Any] = field(default_factory=dict)
     alerts: AlertSettings = AlertSettings()  # noqa: RUF009 -- frozen
     enabled: bool = True
-    owner: str | None = None
+    group: str | None = None  # the status page's section (group_name)
     # a heartbeat's token as the source knows it (kept, so its jobs need no change)
     token: str | None = None
     # (what the source calls it, Apprise URL)

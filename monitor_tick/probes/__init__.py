@@ -91,8 +91,9 @@ def check_monitor(monitor: Monitor) -> Kind:
     return kind
 
 
-def new_monitor(*, name: str | None, url: str, interval_sec: int, aligned: bool, given: Mapping[str, Any]) -> Monitor:
-    """A monitor as `add` creates it: its kind's defaults, then the options the user gave.
+def new_monitor(*, url: str, given: Mapping[str, Any], **settings: Any) -> Monitor:
+    """A monitor as `add` creates it: its kind's defaults, then the options the user gave;
+    `settings` are draft_monitor's others (name, interval_sec, aligned, private, group_name).
     Raises InvalidMonitor (an option given for a kind it does not apply to included, and a name
     or URL that would break a one-line output)."""
     problem = line_breaker(url)
@@ -102,13 +103,22 @@ def new_monitor(*, name: str | None, url: str, interval_sec: int, aligned: bool,
     for option in given:
         if option not in kind.options:
             raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
-    monitor = draft_monitor(name=name, url=url, interval_sec=interval_sec, aligned=aligned, given=given)
+    monitor = draft_monitor(url=url, given=given, **settings)
     check_name(monitor.name, may_be_number=False)
     check_monitor(monitor)
     return monitor
 
 
-def draft_monitor(*, name: str | None, url: str, interval_sec: int, aligned: bool, given: Mapping[str, Any]) -> Monitor:
+def draft_monitor(
+    *,
+    name: str | None,
+    url: str,
+    interval_sec: int,
+    aligned: bool,
+    given: Mapping[str, Any],
+    private: bool = False,
+    group_name: str | None = None,
+) -> Monitor:
     """The unchecked monitor for a URL of a known kind: its kind's defaults, then `given`."""
     kind = PROBES[kind_of_url(url)]
     return Monitor(
@@ -119,6 +129,8 @@ def draft_monitor(*, name: str | None, url: str, interval_sec: int, aligned: boo
         interval_sec=interval_sec,
         effective_interval_sec=interval_sec,
         aligned=aligned,
+        private=private,
+        group_name=group_name,
         **{**kind.defaults, **given},
     )
 
@@ -142,6 +154,7 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
         monitor,
         effective_interval_sec=int(monitor.effective_interval_sec),
         aligned=bool(monitor.aligned),
+        private=bool(monitor.private),
         timeout_s=float(monitor.timeout_s),
     )
 

@@ -70,6 +70,7 @@ class MonitorStatus:
     days: list[DayBar]  # BAR_DAYS, oldest first, today last
     incidents: list[Incident]  # newest first, at most RECENT_INCIDENTS
     incident_count: int  # incidents open at any time in the longest window
+    group: str | None = None  # the page's section (None: the first, untitled one)
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
     # the current minute is excluded everywhere: its tick may still be running
     until_ms = clock.minute_start_ms(now_minute)
 
-    rows = store.status_monitors(conn, now_ms)
+    # private monitors are not published: no section, no badge, not counted in the summary
+    rows = [row for row in store.status_monitors(conn, now_ms) if not row["private"]]
     by_monitor: dict[int, list[dict]] = defaultdict(list)
     for row in store.rollups_by_day(conn, now_ms - longest_ms, tier_starts_ms):
         by_monitor[row["monitor_id"]].append(row)
@@ -139,6 +141,7 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
                 days=days,
                 incidents=[Incident(i["started_at_ms"], i["resolved_at_ms"], redact_text(i["cause"])) for i in own],
                 incident_count=own[0]["total"] if own else 0,
+                group=None if row["group_name"] is None else redact_text(row["group_name"]),
             )
         )
     no_data_24h_ms = 0
@@ -279,6 +282,7 @@ border:1px solid var(--line)}
 .dot.st-maintenance{background:var(--maint)}
 .monitor{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 18px;margin:0 0 14px}
 .head{display:flex;align-items:center;gap:10px}
+h2.group{font-size:18px;margin:26px 0 10px;overflow-wrap:anywhere}
 .head h2{font-size:17px;margin:0;flex:1 1 auto;min-width:0;overflow-wrap:anywhere}
 .state{font-size:13px;font-weight:600;padding:2px 10px;border-radius:999px;background:var(--none-bg);
 color:var(--muted);white-space:nowrap}
@@ -360,11 +364,26 @@ def render_html(status: Status, title: str = DEFAULT_TITLE) -> str:
         f'<p class="meta">Updated <time datetime="{clock.iso_from_ms(status.now_ms)}">'
         f"{clock.display_from_ms(status.now_ms)}</time>. All times UTC.</p>",
         *(f'<p class="warn">{escape(note)}</p>' for note in notes),
-        *(_monitor_html(m, status.now_ms) for m in status.monitors),
+        *_sections_html(status),
         _footer_html(),
         "</main></body></html>\n",
     ]
     return "\n".join(parts)
+
+
+def _sections_html(status: Status) -> list[str]:
+    """The monitors without a group first, then one titled section per group, groups in the
+    order of their first monitor (by id)."""
+    groups: dict[str | None, list[MonitorStatus]] = {None: []}
+    for m in status.monitors:
+        groups.setdefault(m.group, []).append(m)
+    parts = [_monitor_html(m, status.now_ms) for m in groups.pop(None)]
+    for name, members in groups.items():
+        title = escape(name or "")
+        parts.append(f'<section class="group" data-group="{title}"><h2 class="group">{title}</h2>')
+        parts.extend(_monitor_html(m, status.now_ms) for m in members)
+        parts.append("</section>")
+    return parts
 
 
 def _monitor_html(m: MonitorStatus, now_ms: int) -> str:

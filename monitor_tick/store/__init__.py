@@ -14,13 +14,15 @@
     due.py         due selection (SELECT_DUE) and the rollups that order the probes
     results.py     a tick's results: rollups, incident steps, the ledger's figures; housekeeping
     deliveries.py  incident events, channels, the deliveries outbox, settings
-    manage.py      plans, owners, monitors, maintenance windows (add, list, pause, remove)
+    manage.py      plans, owners, monitors, maintenance windows (add, edit, list, pause, remove)
     reads.py       report, status page, badges and metrics: reads only
     pings.py       heartbeat tokens and pings
     imports.py     monitors brought in from another tool, all in one transaction
+    config.py      the configuration as a whole (export, apply) and its `${VAR}` references
 
 Both engines run synchronously (the standard library's sqlite3, psycopg): the database is
-touched before the probes start and after they all finish, never while they run, so an idle tick needs no event loop.
+touched before the probes start and after they all finish, never while they run, so an idle
+tick needs no event loop.
 Every statement is parameterised. Every instant passed in is epoch ms, read once per tick by
 the caller (SQLite's own clock never decides anything). Errors a user can cause or meet
 (missing directory, foreign file, locked database, read-only file, newer schema) are raised as
@@ -30,6 +32,7 @@ The public API is what is imported below (callers write `store.open_db(...)`); t
 module is its own.
 """
 
+from monitor_tick.store.config import configuration, env_ref, set_env_ref, set_token_digest
 from monitor_tick.store.copy import copy_database
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, is_postgres_url, write_tx
 from monitor_tick.store.deliveries import (
@@ -54,6 +57,7 @@ from monitor_tick.store.engine import (
     db_path_problem,
     file_only,
     integrity_problems,
+    is_missing,
     open_db,
     open_read_only,
     read_db,
@@ -71,18 +75,31 @@ from monitor_tick.store.ledger import (
 )
 from monitor_tick.store.manage import (
     add_maintenance,
+    add_maintenance_schedule,
     add_monitor,
     add_owner,
     add_plan,
+    edit_owner,
+    edit_plan,
     incidents_for,
+    list_maintenance,
     list_monitors,
+    list_owners,
+    list_plans,
+    monitor_detail,
     monitor_id,
+    monitor_row,
+    remove_maintenance,
     remove_monitor,
+    remove_owner,
+    remove_plan,
     set_paused,
+    update_monitor,
 )
 from monitor_tick.store.pings import heartbeat_by_token, heartbeat_id, heartbeat_pings, record_ping
 from monitor_tick.store.reads import (
     first_tick_minute,
+    has_monitors,
     host_minutes,
     last_tick,
     recent_incidents,
@@ -111,6 +128,10 @@ from monitor_tick.store.sqlite import (
 )
 
 __all__ = [
+    "configuration",
+    "env_ref",
+    "set_env_ref",
+    "set_token_digest",
     "StoreError",
     "EngineError",
     "ConstraintError",
@@ -123,6 +144,7 @@ __all__ = [
     "DEFAULT_BUSY_TIMEOUT_S",
     "WAL_LIMIT_BYTES",
     "db_path_problem",
+    "is_missing",
     "open_db",
     "open_read_only",
     "read_db",
@@ -163,6 +185,7 @@ __all__ = [
     "remove_channel",
     "set_setting",
     "add_maintenance",
+    "add_maintenance_schedule",
     "add_monitor",
     "add_owner",
     "add_plan",
@@ -171,8 +194,20 @@ __all__ = [
     "monitor_id",
     "remove_monitor",
     "set_paused",
+    "edit_owner",
+    "edit_plan",
+    "list_maintenance",
+    "list_owners",
+    "list_plans",
+    "monitor_row",
+    "monitor_detail",
+    "remove_maintenance",
+    "remove_owner",
+    "remove_plan",
+    "update_monitor",
     "first_tick_minute",
     "host_minutes",
+    "has_monitors",
     "last_tick",
     "recent_incidents",
     "report",

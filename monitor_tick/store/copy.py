@@ -19,6 +19,9 @@ TABLES = (
     "owners",
     "monitors",
     "maintenance_windows",
+    "maintenance_schedules",
+    "id_high_water",
+    "env_refs",
     "rollups",
     "incidents",
     "ticks",
@@ -30,7 +33,16 @@ TABLES = (
 )
 # Tables whose `id` a new row takes from the engine (PostgreSQL's identity sequences are set past
 # the copied ids; SQLite takes max(id) + 1 by itself)
-_WITH_IDS = ("plans", "owners", "monitors", "maintenance_windows", "incidents", "channels", "incident_events")
+_WITH_IDS = (
+    "plans",
+    "owners",
+    "monitors",
+    "maintenance_windows",
+    "maintenance_schedules",
+    "incidents",
+    "channels",
+    "incident_events",
+)
 _BATCH_ROWS = 1000
 
 

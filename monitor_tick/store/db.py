@@ -48,7 +48,11 @@ class ConstraintError(EngineError):
 def write_tx(conn: Connection) -> Iterator[None]:
     """One write transaction, taking the write lock up front (the engine's begin_write: SQLite's
     BEGIN IMMEDIATE; see the engine modules). Rolls back on any error, so results are never
-    half-written."""
+    half-written. Inside another write_tx it joins that one: `apply` makes many changes, all or
+    none."""
+    if conn.in_transaction:
+        yield
+        return
     conn.begin_write()  # type: ignore[attr-defined]
     try:
         yield
@@ -107,3 +111,54 @@ def script_statements(script: str) -> Iterator[str]:
             buffer = []
     if "".join(buffer).strip():
         raise StoreError("a schema script ends inside a statement")
+
+
+# Tables whose ids are never given twice (schema.sql's id_high_water); the names are ours,
+# never user input.
+NEVER_REUSED = ("monitors", "owners", "plans", "maintenance_windows", "channels")
+# tables that draw their ids from another's mark: one-off and recurring maintenance windows share
+# one series, so a window id names one window of either kind
+ID_SERIES = {"maintenance_schedules": "maintenance_windows"}
+
+
+def insert_row(conn: Connection, table: str, values: Mapping[str, Any]) -> int:
+    """INSERT `values` (column -> value; the columns are ours, never user input) into `table`
+    with a new id: one above both the largest id its series has ever handed out and the largest
+    its tables hold, so that a deleted row's id never goes to another row. Call inside a write
+    transaction."""
+    series = ID_SERIES.get(table, table)
+    assert series in NEVER_REUSED, table
+    # the aggregate max over one column (scalar max() is SQLite's only), NULLs left out
+    held = "".join(
+        f" UNION ALL SELECT max(id) FROM {t}" for t in (series, *(t for t, s in ID_SERIES.items() if s == series))
+    )
+    new = 1 + int(
+        one(
+            conn,
+            "SELECT coalesce(max(v), 0) FROM "
+            f"(SELECT last_id AS v FROM id_high_water WHERE table_name = ?{held}) AS ids",
+            (series,),
+        )
+    )
+    conn.execute(
+        "INSERT INTO id_high_water (table_name, last_id) VALUES (?, ?)"
+        " ON CONFLICT (table_name) DO UPDATE SET last_id = excluded.last_id",
+        (series, new),
+    )
+    columns = {"id": new, **values}
+    conn.execute(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})", columns)
+    return new
+
+
+# Whether the tick's time (:now_ms) is inside a recurring maintenance window `s`
+# (maintenance_schedules): started today on one of its days, or yesterday and running past
+# midnight. Day 0 of the epoch was a Thursday (weekday 3, Monday 0). schedule.in_scheduled_window
+# is the same rule in Python.
+# In a text both engines run: PostgreSQL shifts a BIGINT by an INTEGER only, and takes `& 1`
+# as a number, not a truth value.
+IN_SCHEDULED_WINDOW = """(
+    ((s.days_mask >> CAST((:now_ms / 60000 / 1440 + 3) % 7 AS INTEGER)) & 1) = 1
+      AND :now_ms / 60000 % 1440 >= s.start_minute
+      AND :now_ms / 60000 % 1440 < s.start_minute + s.duration_min
+    OR ((s.days_mask >> CAST((:now_ms / 60000 / 1440 + 2) % 7 AS INTEGER)) & 1) = 1
+      AND :now_ms / 60000 % 1440 + 1440 < s.start_minute + s.duration_min)"""

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick.store.db import StoreError, dicts, inserted_id, one, write_tx
+from monitor_tick.store.db import StoreError, dicts, insert_row, inserted_id, one, write_tx
 from monitor_tick.store.manage import scope
 
 if TYPE_CHECKING:
@@ -162,11 +162,10 @@ def add_channel(
 ) -> int:
     with write_tx(conn):
         monitor, owner = scope(conn, monitor_ref, owner_name)
-        return inserted_id(
-            conn.execute(
-                "INSERT INTO channels (url, monitor_id, owner_id, created_at_ms) VALUES (?, ?, ?, ?) RETURNING id",
-                (url, monitor, owner, created_at_ms),
-            )
+        return insert_row(
+            conn,
+            "channels",
+            {"url": url, "monitor_id": monitor, "owner_id": owner, "created_at_ms": created_at_ms},
         )
 
 

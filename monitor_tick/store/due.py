@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick.store.db import dicts, greatest, statement
+from monitor_tick.store.db import IN_SCHEDULED_WINDOW, dicts, greatest, statement
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -27,6 +27,9 @@ _BAD_INTERVAL = (
     " AND enabled = 1 AND auto_paused = 0"
 )
 
+# Monitors with a first-check minute; must match the monitors_first_check index's WHERE.
+_FIRST_CHECK = "first_check_minute IS NOT NULL AND enabled = 1 AND auto_paused = 0"
+
 # Plan floors up to this (seconds) are served by walking the short intervals (b1 below), larger
 # ones through their owners (b2).
 _SMALL_FLOOR_SEC = 900
@@ -39,7 +42,8 @@ _SMALL_FLOOR_SEC = 900
 # interval: (b1) for floors up to _SMALL_FLOOR_SEC every monitor below the largest such floor (an
 # index range: the 1-14 minute monitors, most of them due anyway), (b2) for larger floors through
 # the owners on them (the owners are read only when such a plan exists); (c) rows whose interval
-# is unusable, once an hour, through a partial index that is empty on a healthy database. Extra
+# is unusable, once an hour, through a partial index that is empty on a healthy database; (d) the
+# monitors whose first-check minute this is (one probe of a partial index). Extra
 # candidates cost little: the final WHERE is the authoritative rule of schedule.py.
 def select_due_sql(bad_interval: str, *, lateral: bool = False) -> str:
     """The due query with the engine's test for a row whose interval has no schedule (it must
@@ -89,6 +93,8 @@ WITH RECURSIVE
        AND m.enabled = 1 AND m.auto_paused = 0
     UNION
     SELECT id FROM monitors WHERE {bad_interval} AND :minute % 60 = id % 60
+    UNION
+    SELECT id FROM monitors WHERE {_FIRST_CHECK} AND first_check_minute = :minute
   ),
   due AS (
     SELECT m.*, {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec,
@@ -102,14 +108,17 @@ WITH RECURSIVE
      WHERE m.id = c.id
   )
 SELECT * FROM due
- WHERE CASE WHEN {bad_interval} THEN :minute % 60 = id % 60
-            ELSE :minute % (effective_interval_sec / 60)
-                 = CASE WHEN aligned = 1 THEN 0 ELSE id % (effective_interval_sec / 60) END
-       END
+ WHERE (CASE WHEN {bad_interval} THEN :minute % 60 = id % 60
+             ELSE :minute % (effective_interval_sec / 60)
+                  = CASE WHEN aligned = 1 THEN 0 ELSE id % (effective_interval_sec / 60) END
+        END
+        OR first_check_minute = :minute)
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
                     WHERE w.monitor_id = due.id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
    AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
                     WHERE w.owner_id = due.owner_id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
+   AND NOT EXISTS (SELECT 1 FROM maintenance_schedules s WHERE s.monitor_id = due.id AND {IN_SCHEDULED_WINDOW})
+   AND NOT EXISTS (SELECT 1 FROM maintenance_schedules s WHERE s.owner_id = due.owner_id AND {IN_SCHEDULED_WINDOW})
 """
 
 

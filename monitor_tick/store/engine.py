@@ -4,6 +4,7 @@ The commands open databases through here."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
@@ -28,6 +29,12 @@ def _postgres() -> ModuleType:
 def db_path_problem(db: str) -> str | None:
     """Why `db` names no database, in a few words; None when it does (a file path or a URL)."""
     return None if is_postgres_url(db) else sqlite.db_path_problem(db)
+
+
+def is_missing(db: str) -> bool:
+    """Whether `db` is a SQLite file that does not exist yet: the first command that writes makes
+    it. A PostgreSQL URL names a database on its server, which a command never creates."""
+    return not is_postgres_url(db) and not os.path.exists(db)
 
 
 def open_db(db: str, **options: Any) -> Any:

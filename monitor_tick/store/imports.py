@@ -1,6 +1,6 @@
 """Monitors brought in from another tool (`monitor-tick import`): all of one import in one
 transaction, so a failed import leaves nothing half-written, and names as the key, so running
-it again adds nothing twice."""
+it again adds nothing twice. Each gets its first check within minutes, as `add`'s do."""
 
 from __future__ import annotations
 
@@ -9,23 +9,19 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from monitor_tick.core.model import AlertSettings, Monitor
-from monitor_tick.store.db import inserted_id, one, write_tx
+from monitor_tick.store.db import insert_row, one, write_tx
 from monitor_tick.store.manage import insert_monitor
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 
-DEFAULT_PLAN_ID = 1
-
 
 @dataclass(frozen=True)
 class ImportedMonitor:
-    """A checked monitor to add, with what comes with it: its owner (made on the default plan when
-    there is none of that name), whether it runs, a heartbeat's token digest, and the Apprise URLs
-    of the channels that cover it alone."""
+    """A checked monitor to add (its group included), with what comes with it: whether it runs,
+    a heartbeat's token digest, and the Apprise URLs of the channels that cover it alone."""
 
     monitor: Monitor
-    owner: str | None
     alerts: AlertSettings
     enabled: bool = True
     token_sha256: bytes | None = None
@@ -55,23 +51,10 @@ def import_monitors(conn: Connection, items: Sequence[ImportedMonitor], created_
             if name_taken or token_taken:
                 ids.append(None)
                 continue
-            owner = None
-            if item.owner is not None:
-                owner = one(conn, "SELECT id FROM owners WHERE name = ?", (item.owner,))
-                if owner is None:
-                    owner = inserted_id(
-                        conn.execute(
-                            "INSERT INTO owners (name, plan_id) VALUES (?, ?) RETURNING id",
-                            (item.owner, DEFAULT_PLAN_ID),
-                        )
-                    )
             new_id = insert_monitor(
-                conn, item.monitor, owner, created_at_ms, item.alerts, item.token_sha256, enabled=item.enabled
+                conn, item.monitor, None, created_at_ms, item.alerts, item.token_sha256, enabled=item.enabled
             )
-            for url in item.channels:
-                conn.execute(
-                    "INSERT INTO channels (url, monitor_id, created_at_ms) VALUES (?, ?, ?)",
-                    (url, new_id, created_at_ms),
-                )
+            for url in item.channels:  # ids never given twice, as `notify add`'s
+                insert_row(conn, "channels", {"url": url, "monitor_id": new_id, "created_at_ms": created_at_ms})
             ids.append(new_id)
     return ids

@@ -1,13 +1,24 @@
 """Management: plans, owners, monitors and maintenance windows as the commands add, find,
-pause, remove and list them."""
+edit, pause, remove and list them. Ids are never given twice (db.insert_row): a removed
+monitor's badge URL and metrics series never pass to another monitor."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor
-from monitor_tick.store.db import SETTING_COLUMNS, StoreError, dicts, greatest, inserted_id, one, write_tx
+from monitor_tick.store.db import (
+    IN_SCHEDULED_WINDOW,
+    SETTING_COLUMNS,
+    StoreError,
+    dicts,
+    greatest,
+    insert_row,
+    one,
+    write_tx,
+)
 from monitor_tick.store.due import FLOOR
 from monitor_tick.store.reads import LATEST_RESULTS
 
@@ -45,22 +56,17 @@ def add_plan(conn: Connection, name: str, min_interval_sec: int) -> int:
     with write_tx(conn):
         if one(conn, "SELECT id FROM plans WHERE name = ?", (name,)) is not None:
             raise StoreError(f"a plan named {name!r} exists")
-        return inserted_id(
-            conn.execute(
-                "INSERT INTO plans (name, min_interval_sec) VALUES (?, ?) RETURNING id", (name, min_interval_sec)
-            )
-        )
+        return insert_row(conn, "plans", {"name": name, "min_interval_sec": min_interval_sec})
 
 
 def add_owner(conn: Connection, name: str, plan_name: str, plan_expires_at_ms: int | None) -> int:
     with write_tx(conn):
         if one(conn, "SELECT id FROM owners WHERE name = ?", (name,)) is not None:
             raise StoreError(f"an owner named {name!r} exists")
-        return inserted_id(
-            conn.execute(
-                "INSERT INTO owners (name, plan_id, plan_expires_at_ms) VALUES (?, ?, ?) RETURNING id",
-                (name, plan_id(conn, plan_name), plan_expires_at_ms),
-            )
+        return insert_row(
+            conn,
+            "owners",
+            {"name": name, "plan_id": plan_id(conn, plan_name), "plan_expires_at_ms": plan_expires_at_ms},
         )
 
 
@@ -101,9 +107,11 @@ def insert_monitor(
     *,
     enabled: bool = True,
 ) -> int:
-    """The INSERT of a checked, named monitor, inside the caller's write transaction."""
+    """The INSERT of a checked, named monitor, inside the caller's write transaction (add and
+    import): a new id, and its first check within minutes when it runs."""
     values = {column: getattr(monitor, column) for column in _MONITOR_COLUMNS}
     values["aligned"] = int(monitor.aligned)
+    values["private"] = int(monitor.private)
     values.update(
         owner_id=owner,
         enabled=int(enabled),
@@ -113,31 +121,84 @@ def insert_monitor(
         resolve_after_checks=alerts.resolve_after_checks,
         remind_every_sec=alerts.remind_every_sec,
     )
-    # the column names are Monitor's own field names, never user input
-    return inserted_id(
-        conn.execute(
-            f"INSERT INTO monitors ({', '.join(values)}) VALUES ({', '.join(':' + c for c in values)}) RETURNING id",
-            values,
-        )
-    )
+    new = insert_row(conn, "monitors", values)  # the columns are Monitor's own field names
+    if enabled:
+        _first_check_soon(conn, new, created_at_ms)
+    return new
 
 
-def set_paused(conn: Connection, ref: str, paused: bool) -> int:
-    """Pause (enabled = 0) or resume (enabled = 1, auto-pause cleared) a monitor."""
+def _first_check_soon(conn: Connection, monitor: int, now_ms: int) -> None:
+    """Give a monitor added, resumed or edited at `now_ms` its first check within minutes."""
+    minute = schedule.first_check_minute(clock.minute_of_ms(now_ms), monitor)
+    conn.execute("UPDATE monitors SET first_check_minute = ? WHERE id = ?", (minute, monitor))
+
+
+def set_paused(conn: Connection, ref: str, paused: bool, now_ms: int) -> int:
+    """Pause (enabled = 0) or resume (enabled = 1, auto-pause cleared, first check within
+    minutes) a monitor at `now_ms`."""
     with write_tx(conn):
         found = monitor_id(conn, ref)
         if paused:
             conn.execute("UPDATE monitors SET enabled = 0 WHERE id = ?", (found,))
         else:
             conn.execute("UPDATE monitors SET enabled = 1, auto_paused = 0 WHERE id = ?", (found,))
+            _first_check_soon(conn, found, now_ms)
     return found
 
 
-def remove_monitor(conn: Connection, ref: str) -> int:
+def remove_monitor(conn: Connection, ref: str) -> dict[str, Any]:
+    """Delete a monitor with its history; returns its id, name and what went with it (rollup
+    hours, incidents, maintenance windows, channels)."""
     with write_tx(conn):
         found = monitor_id(conn, ref)
+        removed = dicts(
+            conn,
+            "SELECT id, name,"
+            " (SELECT count(*) FROM rollups WHERE monitor_id = :id) AS rollup_hours,"
+            " (SELECT count(*) FROM incidents WHERE monitor_id = :id) AS incidents,"
+            " (SELECT count(*) FROM maintenance_windows WHERE monitor_id = :id)"
+            " + (SELECT count(*) FROM maintenance_schedules WHERE monitor_id = :id) AS windows,"
+            " (SELECT count(*) FROM channels WHERE monitor_id = :id) AS channels"
+            " FROM monitors WHERE id = :id",
+            {"id": found},
+        )[0]
         conn.execute("DELETE FROM monitors WHERE id = ?", (found,))
-    return found
+    return removed
+
+
+def monitor_row(conn: Connection, ref: str) -> dict[str, Any]:
+    """A monitor's stored settings (every column but the token's digest) with its owner's name."""
+    found = monitor_id(conn, ref)
+    row = dicts(
+        conn,
+        "SELECT m.*, o.name AS owner FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id WHERE m.id = ?",
+        (found,),
+    )[0]
+    del row["token_sha256"]
+    return row
+
+
+def update_monitor(
+    conn: Connection, ref: str, values: dict[str, Any], now_ms: int, owner_name: str | None = None
+) -> None:
+    """Set `values` (columns of `monitors`, Monitor's and AlertSettings' field names, never user
+    input) on a monitor, and its owner when `owner_name` is given ('' clears it); a change gets
+    its first check within minutes of `now_ms`. Its id, and so its history, badge and metrics
+    series, stay."""
+    with write_tx(conn):
+        found = monitor_id(conn, ref)
+        values = dict(values)
+        if owner_name is not None:
+            values["owner_id"] = owner_id(conn, owner_name) if owner_name else None
+        name = values.get("name")
+        if name is not None and one(conn, "SELECT id FROM monitors WHERE name = ? AND id <> ?", (name, found)):
+            raise StoreError(f"a monitor named {name!r} exists; choose another with --name")
+        if values:
+            conn.execute(
+                f"UPDATE monitors SET {', '.join(f'{c} = :{c}' for c in values)} WHERE id = :id_",
+                {**values, "id_": found},
+            )
+            _first_check_soon(conn, found, now_ms)
 
 
 def scope(conn: Connection, monitor_ref: str | None, owner_name: str | None) -> tuple[int | None, int | None]:
@@ -152,26 +213,29 @@ def add_maintenance(
 ) -> int:
     with write_tx(conn):
         monitor, owner = scope(conn, monitor_ref, owner_name)
-        return inserted_id(
-            conn.execute(
-                "INSERT INTO maintenance_windows (monitor_id, owner_id, starts_at_ms, ends_at_ms) "
-                "VALUES (?, ?, ?, ?) RETURNING id",
-                (monitor, owner, starts_at_ms, ends_at_ms),
-            )
+        return insert_row(
+            conn,
+            "maintenance_windows",
+            {"monitor_id": monitor, "owner_id": owner, "starts_at_ms": starts_at_ms, "ends_at_ms": ends_at_ms},
         )
 
 
-def list_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
-    """Every monitor with its effective interval and current state at `now_ms`."""
+def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> list[dict[str, Any]]:
+    """Every monitor (or only the one with id `monitor`) with its effective interval and current
+    state at `now_ms`."""
     return dicts(
         conn,
         f"""
         WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
-        SELECT m.id, {SETTING_COLUMNS}, m.enabled, m.auto_paused, o.name AS owner, {LATEST_RESULTS},
+        SELECT m.id, {SETTING_COLUMNS}, m.enabled, m.auto_paused, m.first_check_minute, o.name AS owner,
+               {LATEST_RESULTS},
                {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec,
                EXISTS (SELECT 1 FROM maintenance_windows w
                         WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
-                          AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
+                          AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms)
+               OR EXISTS (SELECT 1 FROM maintenance_schedules s
+                           WHERE (s.monitor_id = m.id OR s.owner_id = m.owner_id)
+                             AND {IN_SCHEDULED_WINDOW}) AS in_maintenance,
                (SELECT i.started_at_ms FROM incidents i
                  WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
                (SELECT max(r.last_check_ms) FROM rollups r WHERE r.monitor_id = m.id) AS last_check_ms
@@ -180,9 +244,10 @@ def list_monitors(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
           LEFT JOIN plans p ON p.id = o.plan_id
           LEFT JOIN pings ON pings.monitor_id = m.id
          CROSS JOIN df
+         WHERE CAST(:monitor AS BIGINT) IS NULL OR m.id = :monitor
          ORDER BY m.id
         """,
-        {"now_ms": now_ms},
+        {"now_ms": now_ms, "monitor": monitor},
     )
 
 
@@ -196,3 +261,183 @@ def incidents_for(conn: Connection, monitor: int) -> list[tuple[int, int | None,
             (monitor,),
         )
     ]
+
+
+def list_plans(conn: Connection) -> list[dict[str, Any]]:
+    """Every plan with its floor and how many owners are on it; plan 1 is the default."""
+    return dicts(
+        conn,
+        "SELECT p.id, p.name, p.min_interval_sec, p.id = 1 AS is_default,"
+        " (SELECT count(*) FROM owners o WHERE o.plan_id = p.id) AS owners FROM plans p ORDER BY p.id",
+    )
+
+
+def edit_plan(conn: Connection, name: str, *, min_interval_sec: int) -> int:
+    """Set a plan's floor (the default plan's too, which applies to monitors without an owner
+    and to owners whose plan expired); returns the old floor. Applies from the next tick on:
+    the floor is read live, stored intervals are never rewritten."""
+    with write_tx(conn):
+        found = plan_id(conn, name)
+        old = int(one(conn, "SELECT min_interval_sec FROM plans WHERE id = ?", (found,)))
+        conn.execute("UPDATE plans SET min_interval_sec = ? WHERE id = ?", (min_interval_sec, found))
+    return old
+
+
+def remove_plan(conn: Connection, name: str) -> int:
+    """Delete a plan no owner is on; the default plan stays. Returns its id."""
+    with write_tx(conn):
+        found = plan_id(conn, name)
+        if found == 1:
+            raise StoreError("the default plan cannot be removed (change its floor with `plan edit default`)")
+        owners = [str(n) for (n,) in conn.execute("SELECT name FROM owners WHERE plan_id = ? ORDER BY id", (found,))]
+        if owners:
+            raise StoreError(
+                f"plan {name!r} has owners ({', '.join(owners)}); move them first with `owner edit NAME --plan`"
+            )
+        conn.execute("DELETE FROM plans WHERE id = ?", (found,))
+    return found
+
+
+def list_owners(conn: Connection) -> list[dict[str, Any]]:
+    """Every owner with their plan, its expiry, the default plan's floor in force after it, and
+    how many monitors they own."""
+    return dicts(
+        conn,
+        "SELECT o.id, o.name, p.name AS plan, p.min_interval_sec, o.plan_expires_at_ms,"
+        " (SELECT count(*) FROM monitors m WHERE m.owner_id = o.id) AS monitors"
+        " FROM owners o LEFT JOIN plans p ON p.id = o.plan_id ORDER BY o.id",
+    )
+
+
+def edit_owner(
+    conn: Connection, name: str, *, plan_name: str | None = None, expires_at_ms: int | None = None, clear_expiry: bool
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Change an owner's plan and/or its expiry (`clear_expiry`: never expires); returns the
+    owner's (plan, plan_expires_at_ms) before and after. The floor applies from the next tick."""
+    with write_tx(conn):
+        found = owner_id(conn, name)
+        query = (
+            "SELECT p.name AS plan, o.plan_expires_at_ms FROM owners o LEFT JOIN plans p ON p.id = o.plan_id"
+            " WHERE o.id = ?"
+        )
+        before = dicts(conn, query, (found,))[0]
+        if plan_name is not None:
+            conn.execute("UPDATE owners SET plan_id = ? WHERE id = ?", (plan_id(conn, plan_name), found))
+        if expires_at_ms is not None or clear_expiry:
+            conn.execute("UPDATE owners SET plan_expires_at_ms = ? WHERE id = ?", (expires_at_ms, found))
+        after = dicts(conn, query, (found,))[0]
+    return before, after
+
+
+def remove_owner(conn: Connection, name: str) -> dict[str, Any]:
+    """Delete an owner: their monitors stay, without an owner (the default plan applies), and
+    their maintenance windows and channels go. Returns the owner's id and those counts."""
+    with write_tx(conn):
+        found = owner_id(conn, name)
+        removed = dicts(
+            conn,
+            "SELECT :id AS id,"
+            " (SELECT count(*) FROM monitors WHERE owner_id = :id) AS monitors,"
+            " (SELECT count(*) FROM maintenance_windows WHERE owner_id = :id)"
+            " + (SELECT count(*) FROM maintenance_schedules WHERE owner_id = :id) AS windows,"
+            " (SELECT count(*) FROM channels WHERE owner_id = :id) AS channels",
+            {"id": found},
+        )[0]
+        conn.execute("DELETE FROM owners WHERE id = ?", (found,))
+    return removed
+
+
+def add_maintenance_schedule(
+    conn: Connection,
+    *,
+    monitor_ref: str | None,
+    owner_name: str | None,
+    start_minute: int,
+    duration_min: int,
+    days_mask: int,
+) -> int:
+    """A recurring window: `duration_min` minutes from `start_minute` after 00:00 UTC on the
+    weekdays of `days_mask` (bit 0 Monday); its id is drawn with the one-off windows'."""
+    with write_tx(conn):
+        monitor, owner = scope(conn, monitor_ref, owner_name)
+        return insert_row(
+            conn,
+            "maintenance_schedules",
+            {
+                "monitor_id": monitor,
+                "owner_id": owner,
+                "start_minute": start_minute,
+                "duration_min": duration_min,
+                "days_mask": days_mask,
+            },
+        )
+
+
+def list_maintenance(conn: Connection, now_ms: int) -> list[dict[str, Any]]:
+    """Maintenance windows not over at `now_ms` (active and upcoming), soonest first, with the
+    monitor or owner each covers and whether it is active; then the recurring ones (their
+    start_minute, duration_min and days_mask set; starts_at_ms and ends_at_ms NULL)."""
+    return dicts(
+        conn,
+        "SELECT w.id, m.name AS monitor, o.name AS owner, w.starts_at_ms, w.ends_at_ms,"
+        " w.starts_at_ms <= :now_ms AS active, NULL AS start_minute, NULL AS duration_min, NULL AS days_mask"
+        " FROM maintenance_windows w LEFT JOIN monitors m ON m.id = w.monitor_id"
+        " LEFT JOIN owners o ON o.id = w.owner_id"
+        " WHERE w.ends_at_ms > :now_ms ORDER BY w.starts_at_ms, w.id",
+        {"now_ms": now_ms},
+    ) + dicts(
+        conn,
+        f"SELECT s.id, m.name AS monitor, o.name AS owner, NULL AS starts_at_ms, NULL AS ends_at_ms,"
+        f" {IN_SCHEDULED_WINDOW} AS active, s.start_minute, s.duration_min, s.days_mask"
+        " FROM maintenance_schedules s LEFT JOIN monitors m ON m.id = s.monitor_id"
+        " LEFT JOIN owners o ON o.id = s.owner_id ORDER BY s.id",
+        {"now_ms": now_ms},
+    )
+
+
+def remove_maintenance(conn: Connection, window: int) -> dict[str, Any]:
+    """Delete a maintenance window, one-off (past, active or upcoming) or recurring; returns its
+    row with the monitor or owner it covered."""
+    with write_tx(conn):
+        for table in ("maintenance_windows", "maintenance_schedules"):  # ids are unique across both
+            rows = dicts(
+                conn,
+                f"SELECT w.*, m.name AS monitor, o.name AS owner FROM {table} w"
+                " LEFT JOIN monitors m ON m.id = w.monitor_id LEFT JOIN owners o ON o.id = w.owner_id WHERE w.id = ?",
+                (window,),
+            )
+            if rows:
+                conn.execute(f"DELETE FROM {table} WHERE id = ?", (window,))
+                return rows[0]
+    raise StoreError(f"no maintenance window {window}")
+
+
+def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> dict[str, Any]:
+    """One monitor in full (`show`): its list_monitors row with every stored setting, its rollup
+    hours from the hour of `since_ms` on, its incidents (newest first) and the deliveries of
+    their events. Raises StoreError for an unknown monitor."""
+    found = monitor_id(conn, ref)
+    (listed,) = list_monitors(conn, now_ms, found)
+    settings = monitor_row(conn, str(found))
+    hours = dicts(
+        conn,
+        "SELECT hour_start_ms, checks, failures FROM rollups"
+        " WHERE monitor_id = ? AND hour_start_ms >= ? ORDER BY hour_start_ms",
+        (found, clock.hour_start_ms(since_ms)),
+    )
+    incidents = dicts(
+        conn,
+        "SELECT id, started_at_ms, resolved_at_ms, cause, http_status, state, confirmed_at_ms"
+        " FROM incidents WHERE monitor_id = ? ORDER BY started_at_ms DESC, id DESC",
+        (found,),
+    )
+    deliveries = dicts(
+        conn,
+        "SELECT e.incident_id, e.kind, e.created_at_ms, d.channel_id, c.url AS channel_url, d.state, d.attempts,"
+        " d.sent_at_ms, d.last_error"
+        " FROM incidents i JOIN incident_events e ON e.incident_id = i.id"
+        " JOIN deliveries d ON d.event_id = e.id JOIN channels c ON c.id = d.channel_id"
+        " WHERE i.monitor_id = ? ORDER BY e.created_at_ms DESC, e.id DESC, d.channel_id",
+        (found,),
+    )
+    return {"monitor": {**settings, **listed}, "hours": hours, "incidents": incidents, "deliveries": deliveries}

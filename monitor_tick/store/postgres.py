@@ -127,6 +127,11 @@ class Connection:
         except psycopg.Error as exc:
             raise _engine_error(exc, self.url) from None
 
+    @property
+    def in_transaction(self) -> bool:
+        """Whether a transaction is open (as sqlite3's attribute of that name)."""
+        return self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
     def begin_write(self) -> None:
         self.execute("BEGIN")
         self.execute("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK_KEY,))

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms
-from monitor_tick.store.db import SETTING_COLUMNS, dicts, one
+from monitor_tick.store.db import IN_SCHEDULED_WINDOW, SETTING_COLUMNS, dicts, one
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -20,7 +20,10 @@ _STATE_COLUMNS = f"""
     m.enabled, m.auto_paused, {SETTING_COLUMNS},
     EXISTS (SELECT 1 FROM maintenance_windows w
              WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
-               AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms) AS in_maintenance,
+               AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms)
+    OR EXISTS (SELECT 1 FROM maintenance_schedules s
+                WHERE (s.monitor_id = m.id OR s.owner_id = m.owner_id)
+                  AND {IN_SCHEDULED_WINDOW}) AS in_maintenance,
     (SELECT i.started_at_ms FROM incidents i
       WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
     (SELECT r.last_check_ms FROM rollups r
@@ -198,3 +201,8 @@ def host_minutes(conn: Connection, from_minute: int) -> list[dict[str, Any]]:
         """,
         {"from": from_minute},
     )
+
+
+def has_monitors(conn: Connection) -> bool:
+    """Whether the database holds any monitor at all."""
+    return bool(one(conn, "SELECT EXISTS (SELECT 1 FROM monitors)", ()))

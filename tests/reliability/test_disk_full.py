@@ -17,7 +17,7 @@ MINUTE = 29_934_720
 # free it, check the file (before anything writes to it again), tick again.
 SCRIPT = """
 mount -t tmpfs -o size=256k tmpfs "$DISK"
-"$MT" add heartbeat --name job --db "$DISK/m.db" > /dev/null
+"$MT" add heartbeat --name job --db "$DISK/m.db" > /dev/null 2> "$OUT/add.stderr"
 "$MT" --minute "$M" --db "$DISK/m.db"
 if [ -n "$HOLD" ]; then  # another process has the file open: its -wal and -shm stay allocated
     mkfifo "$OUT/ready" "$OUT/release"
@@ -70,6 +70,7 @@ def test_a_full_disk_fails_the_tick_in_one_line_and_the_next_tick_runs_once_ther
     done = subprocess.run(["unshare", "-m", "sh", "-ec", SCRIPT], env=env, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (0, ""), done.stderr
     db = disk / "m.db"
+    assert (out / "add.stderr").read_text() == f"monitor-tick: created database {db}\n"
     assert (out / "full.rc").read_text() == "1\n"
     assert (out / "full.stdout").read_text() == ""
     assert (out / "full.stderr").read_text() == (

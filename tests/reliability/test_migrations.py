@@ -185,3 +185,18 @@ def test_step_5_rebuilds_monitors_keeping_every_row_and_what_refers_to_them(v1_d
     assert after.execute("SELECT count(*) FROM rollups").fetchone()[0] == rollups - own
     assert after.execute("PRAGMA foreign_key_check").fetchall() == []
     after.close()
+
+
+def test_the_upgrade_seeds_the_id_high_water_mark_so_a_removed_monitors_id_is_never_given_again(v1_db: str) -> None:
+    raw = sqlite3.connect(v1_db)
+    newest = raw.execute("SELECT max(id), name FROM monitors").fetchone()
+    raw.close()
+    assert cli(v1_db, "remove", str(newest[0])).returncode == 0  # upgrades, then removes the newest
+    added = cli(v1_db, "add", "http://127.0.0.1:9/", "--name", "after-upgrade")
+    assert added.stdout == f"{newest[0] + 1}\n"
+    conn = sqlite3.connect(v1_db)
+    marks = dict(conn.execute("SELECT table_name, last_id FROM id_high_water").fetchall())
+    tables = ("owners", "plans", "maintenance_windows", "channels")
+    held = {table: conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] for table in tables}
+    conn.close()
+    assert marks == {"monitors": newest[0] + 1, **{table: held[table] for table in tables if held[table] is not None}}

@@ -27,6 +27,11 @@ READERS = [
     (["report", "--json"], lambda out: [(m["name"], m["checks"]) for m in json.loads(out)] == [("api", 1)]),
     (["--dry-run", "--minute", str(MINUTE + 1)], lambda out: out.splitlines()[0].endswith(": 1 due")),
     (["notify", "list", "--json"], lambda out: json.loads(out)["channels"] == []),
+    (["plan", "list", "--json"], lambda out: [p["name"] for p in json.loads(out)] == ["default"]),
+    (["owner", "list", "--json"], lambda out: json.loads(out) == []),
+    (["maintenance", "list", "--json"], lambda out: json.loads(out) == []),
+    (["show", "api", "--json"], lambda out: json.loads(out)["monitor"]["name"] == "api"),
+    (["export"], lambda out: "[monitors.api]" in out),
 ]
 
 
