@@ -243,5 +243,7 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db
     }
     assert not {name.split(".")[0] for name in imported} & heavy
     assert not any(name.startswith("monitor_tick.importers") for name in imported)
+    # what only apply/export, migrate and import use (store/__init__.py defers them)
+    assert not {"monitor_tick.store.config", "monitor_tick.store.copy", "monitor_tick.store.imports"} & imported
     with sqlite3.connect(db_path) as check:
         assert check.execute("SELECT count(*) FROM ticks WHERE finished_at_ms IS NOT NULL").fetchone()[0] == 1

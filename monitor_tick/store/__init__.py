@@ -32,8 +32,8 @@ The public API is what is imported below (callers write `store.open_db(...)`); t
 module is its own.
 """
 
-from monitor_tick.store.config import configuration, env_ref, set_env_ref, set_token_digest
-from monitor_tick.store.copy import copy_database
+from typing import Any
+
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, is_postgres_url, write_tx
 from monitor_tick.store.deliveries import (
     CANARY_SETTING,
@@ -63,7 +63,6 @@ from monitor_tick.store.engine import (
     read_db,
     set_busy_timeout,
 )
-from monitor_tick.store.imports import ImportedMonitor, existing_names, import_monitors, taken_tokens
 from monitor_tick.store.ledger import (
     BUCKETS,
     Buckets,
@@ -224,3 +223,30 @@ __all__ = [
     "import_monitors",
     "taken_tokens",
 ]
+
+
+# What only `apply`/`export`, `migrate` and `import` use is imported when first asked for: most
+# runs are idle ticks, and these modules (with hashlib) would cost each of them a few ms.
+_DEFERRED = {
+    "configuration": "config",
+    "env_ref": "config",
+    "set_env_ref": "config",
+    "set_token_digest": "config",
+    "copy_database": "copy",
+    "ImportedMonitor": "imports",
+    "existing_names": "imports",
+    "import_monitors": "imports",
+    "taken_tokens": "imports",
+}
+
+
+def __getattr__(name: str) -> Any:
+    from importlib import import_module
+
+    if name in _DEFERRED.values():  # the module itself (store.copy)
+        return import_module(f"{__name__}.{name}")
+    if name not in _DEFERRED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{_DEFERRED[name]}"), name)
+    globals()[name] = value
+    return value
