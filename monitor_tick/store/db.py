@@ -162,3 +162,13 @@ IN_SCHEDULED_WINDOW = """(
       AND :now_ms / 60000 % 1440 < s.start_minute + s.duration_min
     OR ((s.days_mask >> CAST((:now_ms / 60000 / 1440 + 2) % 7 AS INTEGER)) & 1) = 1
       AND :now_ms / 60000 % 1440 + 1440 < s.start_minute + s.duration_min)"""
+
+# Whether monitor `m` is in maintenance at :now_ms: a one-off window or a recurring one that
+# covers it or its owner (list and status reads; the due query filters with its own NOT EXISTS).
+IN_MAINTENANCE = f"""(
+    EXISTS (SELECT 1 FROM maintenance_windows w
+             WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
+               AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms)
+    OR EXISTS (SELECT 1 FROM maintenance_schedules s
+                WHERE (s.monitor_id = m.id OR s.owner_id = m.owner_id)
+                  AND {IN_SCHEDULED_WINDOW}))"""

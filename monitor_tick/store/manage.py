@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor
 from monitor_tick.store.db import (
+    IN_MAINTENANCE,
     IN_SCHEDULED_WINDOW,
     SETTING_COLUMNS,
     StoreError,
@@ -230,12 +231,7 @@ def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> 
         SELECT m.id, {SETTING_COLUMNS}, m.enabled, m.auto_paused, m.first_check_minute, o.name AS owner,
                {LATEST_RESULTS},
                {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec,
-               EXISTS (SELECT 1 FROM maintenance_windows w
-                        WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
-                          AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms)
-               OR EXISTS (SELECT 1 FROM maintenance_schedules s
-                           WHERE (s.monitor_id = m.id OR s.owner_id = m.owner_id)
-                             AND {IN_SCHEDULED_WINDOW}) AS in_maintenance,
+               {IN_MAINTENANCE} AS in_maintenance,
                (SELECT i.started_at_ms FROM incidents i
                  WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
                (SELECT max(r.last_check_ms) FROM rollups r WHERE r.monitor_id = m.id) AS last_check_ms

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms
-from monitor_tick.store.db import IN_SCHEDULED_WINDOW, SETTING_COLUMNS, dicts, one
+from monitor_tick.store.db import IN_MAINTENANCE, SETTING_COLUMNS, dicts, one
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -18,12 +18,7 @@ if TYPE_CHECKING:
 # monitor's newest rollup hour (a primary-key seek) rather than a max over all its hours.
 _STATE_COLUMNS = f"""
     m.enabled, m.auto_paused, {SETTING_COLUMNS},
-    EXISTS (SELECT 1 FROM maintenance_windows w
-             WHERE (w.monitor_id = m.id OR w.owner_id = m.owner_id)
-               AND w.starts_at_ms <= :now_ms AND w.ends_at_ms > :now_ms)
-    OR EXISTS (SELECT 1 FROM maintenance_schedules s
-                WHERE (s.monitor_id = m.id OR s.owner_id = m.owner_id)
-                  AND {IN_SCHEDULED_WINDOW}) AS in_maintenance,
+    {IN_MAINTENANCE} AS in_maintenance,
     (SELECT i.started_at_ms FROM incidents i
       WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
     (SELECT r.last_check_ms FROM rollups r
