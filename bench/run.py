@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import bulk  # bench/bulk.py, beside this script
+import nginx  # bench/nginx.py
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
@@ -137,10 +138,15 @@ print(time.perf_counter() - started, usage.ru_maxrss, os.waitstatus_to_exitcode(
 """
 
 
-def run_child(argv: Sequence[str]) -> tuple[float, int]:
+def run_child(argv: Sequence[str], extra_env: dict[str, str] | None = None) -> tuple[float, int]:
     """(wall seconds, peak RSS in KiB) of a fresh process; raises if it fails."""
     done = subprocess.run(
-        [sys.executable, "-S", "-c", _LAUNCHER, *argv], capture_output=True, text=True, check=True, timeout=600
+        [sys.executable, "-S", "-c", _LAUNCHER, *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        env={**os.environ, **(extra_env or {})},
     )
     wall, peak_kib, code = done.stdout.split()
     if int(code) != 0:
@@ -547,6 +553,78 @@ def load_shape() -> Figure:
 
 
 # ---------------------------------------------------------------------------------------------
+# 8. The small tick
+
+SMALL_RUNS = 7
+
+
+def small_tick_rows(count: int, http_url: str, tls_url: str | None = None, enabled: bool = True) -> list[tuple]:
+    """`count` one-minute monitors; with `tls_url`, every other one is https://."""
+    return [
+        monitor_row(i, f"{tls_url if tls_url and i % 2 else http_url}?m={i}", enabled=enabled)
+        for i in range(1, count + 1)
+    ]
+
+
+def timed_small_ticks(template: str, runs: int, extra_env: dict[str, str] | None = None) -> list[tuple[float, int]]:
+    """(wall s, peak KiB) of `runs` fresh `monitor-tick --db COPY --minute MINUTE` processes, each
+    on a fresh copy of `template` (each claims its minute, as cron's tick does)."""
+    copy = str(OUT / f"run-{Path(template).name}")
+    timed_small_ticks.last_copy[template] = copy  # type: ignore[attr-defined]
+    measured = []
+    for _ in range(runs):
+        shutil.copy(template, copy)
+        for suffix in ("-wal", "-shm"):
+            Path(copy + suffix).unlink(missing_ok=True)
+        measured.append(run_child([*monitor_tick_argv(), "--db", copy, "--minute", str(MINUTE)], extra_env))
+    return measured
+
+
+timed_small_ticks.last_copy = {}  # type: ignore[attr-defined]
+
+
+def small_tick() -> Figure:
+    """10 due HTTP monitors against nginx vs the idle tick of the same 10 monitors, paused."""
+    count = 10
+    with nginx.nginx_server() as server:
+        http_url = f"http://127.0.0.1:{server.port}/"
+        due = db_with("small-due.db", small_tick_rows(count, http_url))
+        paused = db_with("small-idle.db", small_tick_rows(count, http_url, enabled=False))
+        mixed = db_with("small-tls.db", small_tick_rows(count, http_url, f"https://localhost:{server.tls_port}/"))
+        idle_runs: list[tuple[float, int]] = []
+        due_runs: list[tuple[float, int]] = []
+        tls_runs: list[tuple[float, int]] = []
+        for _ in range(SMALL_RUNS):  # interleaved, so that all three see the same machine
+            idle_runs += timed_small_ticks(paused, 1)
+            due_runs += timed_small_ticks(due, 1)
+            tls_runs += timed_small_ticks(mixed, 1, {"SSL_CERT_FILE": server.ca_file})
+    for template in (due, mixed):  # the last copy of each: every check came back up
+        copy = timed_small_ticks.last_copy[template]  # type: ignore[attr-defined]
+        conn = store.open_db(copy)
+        rows = store.report(conn, clock.minute_start_ms(MINUTE), clock.minute_start_ms(MINUTE + 1))
+        conn.close()
+        assert sum(r["checks"] for r in rows) == count and not any(r["failures"] for r in rows), (template, rows)
+    idle_s, due_s, tls_s = (median([w for w, _ in runs]) for runs in (idle_runs, due_runs, tls_runs))
+    due_mb, tls_mb = (median([k for _, k in runs]) / 1024 for runs in (due_runs, tls_runs))
+    ratio = due_s / idle_s
+    return Figure(
+        8,
+        "small tick, 10 due HTTP monitors (nginx)",
+        f"{due_s * 1000:.0f} ms, {due_mb:.1f} MB",
+        f"idle tick {idle_s * 1000:.0f} ms",
+        ratio,
+        "<= 3.2x, <= 32 MB",
+        ratio <= 3.2 and due_mb <= 32,
+        [
+            f"`monitor-tick --db COPY --minute M` as a fresh process, medians of {SMALL_RUNS} interleaved runs; "
+            "idle: the same 10 monitors paused",
+            f"half of them https:// (local nginx, a test CA through SSL_CERT_FILE): {tls_s * 1000:.0f} ms "
+            f"= {tls_s / idle_s:.2f}x idle, {tls_mb:.1f} MB (no goal yet)",
+        ],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 
 FIGURES: dict[int, Callable[[], Figure]] = {
     1: fanout,
@@ -556,6 +634,7 @@ FIGURES: dict[int, Callable[[], Figure]] = {
     5: storage,
     6: memory,
     7: load_shape,
+    8: small_tick,
 }
 
 

@@ -4,7 +4,9 @@ on 127.0.0.1: every outcome and cause must be the same through either."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import socket
 import ssl
 import sys
 from collections.abc import Iterator
@@ -13,9 +15,11 @@ import httpx
 import pytest
 import respx
 
-from monitor_tick.core.fanout import make_client
+from monitor_tick.core.fanout import FAST_TRANSPORT_FROM, make_client, ssl_context
 from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.http import probe_http
+from monitor_tick.probes.request import DefaultTrust
 from monitor_tick.probes.transport import AiohttpTransport
 from tests.conftest import respx_transport
 from tests.servers import (
@@ -174,3 +178,70 @@ def test_a_transport_handed_in_is_the_one_used_so_respxs_mock_sees_requests(
             return await probe_http(monitor("http://site.test/"), client, 0)
 
     assert asyncio.run(main()).status == "up" and route.call_count == 1
+
+
+@pytest.mark.parametrize("cut", ["deadline", "budget"])
+def test_httpxs_own_transport_closes_its_socket_when_a_probe_ends_mid_handshake(
+    monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    """A small tick's transport (httpx's own): a probe that reaches its deadline, or is cut off by
+    the tick's budget, while the peer never answers the TLS handshake leaves no socket open.
+    (httpcore closes the socket when a handshake fails, but not when it is cancelled.)"""
+    unclosed: list[str] = []  # an unclosed socket or transport says so when it is collected
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: unclosed.append(str(unraisable.exc_value)))
+    with socket.socket() as listener:  # the kernel completes the connection; nobody answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        url = f"https://127.0.0.1:{listener.getsockname()[1]}/"
+
+        async def main() -> ProbeResult | None:
+            transport = httpx_transport(ssl.create_default_context(), httpx.Limits(max_connections=None))
+            async with make_client(10, transport) as client:
+                if cut == "deadline":
+                    return await probe_http(monitor(url, timeout_s=SHORT_S, retries=0), client, 0)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(probe_http(monitor(url, timeout_s=20, retries=0), client, 0), SHORT_S)
+                return None
+
+        result = asyncio.run(main())
+        gc.collect()
+    assert unclosed == []
+    if cut == "deadline":
+        assert result is not None and (result.status, result.cause) == ("down", "timeout")
+
+
+def test_a_small_tick_goes_through_httpxs_own_transport_and_a_large_one_through_aiohttp() -> None:
+    async def transports() -> list[type]:
+        kinds = []
+        for checks in (1, FAST_TRANSPORT_FROM - 1, FAST_TRANSPORT_FROM, None):
+            async with make_client(10, checks=checks) as client:
+                kinds.append(type(client._transport))
+        return kinds
+
+    small, below, at, unknown = asyncio.run(transports())
+    assert small is below is httpx.AsyncHTTPTransport
+    assert at is unknown is AiohttpTransport
+
+
+def test_no_ca_bundle_is_loaded_until_a_tls_handshake_needs_it(server: LocalServer) -> None:
+    """A tick's default trust costs nothing for plain http:// checks; the first https:// one
+    loads it (and so is verified against it)."""
+    context = ssl_context()
+    assert isinstance(context, DefaultTrust) and context.cert_store_stats()["x509_ca"] == 0
+
+    async def main() -> ProbeResult:
+        async with make_client(10, verify=context, checks=1) as client:
+            return await probe_http(monitor(server.url("/ok")), client, 0)
+
+    assert asyncio.run(main()).status == "up"
+    assert context.cert_store_stats()["x509_ca"] == 0
+    pair = self_signed_cert()
+    with LocalServer(tls=pair.server_context) as tls_srv:
+
+        async def tls_main() -> ProbeResult:
+            async with make_client(10, verify=context, checks=1) as client:
+                return await probe_http(monitor(tls_srv.url("/ok"), retries=0), client, 0)
+
+        result = asyncio.run(tls_main())
+    assert context.cert_store_stats()["x509_ca"] > 100  # certifi's bundle
+    assert result.cause == "tls: self-signed certificate"

@@ -20,7 +20,7 @@ import ssl
 import sys
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -28,20 +28,30 @@ from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext
+from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard, guarded_transport
-from monitor_tick.probes.request import ssl_context_for
-from monitor_tick.probes.transport import AiohttpTransport
+from monitor_tick.probes.request import DefaultTrust, ssl_context_for
+
+if TYPE_CHECKING:
+    from monitor_tick.probes.transport import AiohttpTransport
 
 USER_AGENT = "monitor-tick (uptime check)"
 MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starting
 CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget")
+# From this many HTTP checks a tick, aiohttp's transport (probes/transport.py) pays for its
+# import (about 100 ms, SSL contexts included); below it httpx's own transport is quicker
+# (bench/run.py, figures 2 and 8).
+FAST_TRANSPORT_FROM = 100
 
 
 def ssl_context(verify: object = True) -> ssl.SSLContext:
     """The one TLS context of a tick: what HTTPS requests and tls:// probes both trust.
-    `verify`: an ssl.SSLContext (used as is), True (httpx's default CA bundle), or a CA file."""
+    `verify`: an ssl.SSLContext (used as is), True (httpx's default CA bundle, loaded on the
+    first handshake: request.DefaultTrust), False (no verification) or a CA file."""
     if isinstance(verify, ssl.SSLContext):
         return verify
+    if verify is True:
+        return DefaultTrust()
     return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
 
 
@@ -76,19 +86,22 @@ def make_client(
     transport: httpx.AsyncBaseTransport | None = None,
     verify: Any = True,
     guard: AddressGuard | None = None,
+    checks: int | None = None,
 ) -> httpx.AsyncClient:
     """One client shared by the tick. The pool has no connection cap (the semaphore bounds
     concurrency), so no probe ever waits for a pool slot -- that would be our limit, not the
     site's outage. With `guard`, every connection (redirects included) is checked against it
-    on the address actually connected to (through httpx's own transport); without it, the bytes
-    go through probes/transport.py (aiohttp). `transport`, when given, is used as it is (tests
-    hand in httpx.MockTransport, or httpx's own transport for respx to see)."""
+    on the address actually connected to (through httpx's own transport). Without it, the bytes
+    go through httpx's own transport for fewer than FAST_TRANSPORT_FROM `checks`, else (or when
+    `checks` is not known) through probes/transport.py (aiohttp). `transport`, when given, is
+    used as it is (tests hand in httpx.MockTransport, or httpx's own transport for respx to see)."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
     if transport is None and guard is not None:
-        transport = guarded_transport(guard, verify=verify, limits=limits)
+        transport = guarded_transport(guard, ssl_context=ssl_context(verify), limits=limits)
+    elif transport is None and checks is not None and checks < FAST_TRANSPORT_FROM:
+        transport = httpx_transport(ssl_context(verify), limits)
     elif transport is None:
-        # about 1.5x the checks per second of httpx's default transport (bench/run.py, figure 2)
-        transport = AiohttpTransport(ssl_context(verify))
+        transport = _aiohttp_transport(ssl_context(verify))
     return httpx.AsyncClient(
         transport=transport,
         verify=verify,
@@ -98,22 +111,33 @@ def make_client(
     )
 
 
+def _aiohttp_transport(context: ssl.SSLContext) -> AiohttpTransport:
+    # deferred: importing aiohttp costs a small tick more than the tick's checks (see above)
+    from monitor_tick.probes.transport import AiohttpTransport
+
+    return AiohttpTransport(context)
+
+
 class TlsClients:
     """Clients for monitors that verify TLS their own way (--ca-file, --insecure): one per
     distinct setting, made when the first such monitor is probed (a tick without one makes
     none), each with its own SSL context and otherwise made as the shared client is."""
 
     def __init__(
-        self, concurrency: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None
+        self,
+        concurrency: int,
+        transport: httpx.AsyncBaseTransport | None,
+        guard: AddressGuard | None,
+        checks: int | None = None,
     ) -> None:
-        self._args = (concurrency, transport, guard)
+        self._args = (concurrency, transport, guard, checks)
         self._made: dict[tuple[str | None, bool], tuple[httpx.AsyncClient, ssl.SSLContext]] = {}
 
     def get(self, setting: tuple[str | None, bool]) -> tuple[httpx.AsyncClient, ssl.SSLContext]:
         if setting not in self._made:
-            concurrency, transport, guard = self._args
+            concurrency, transport, guard, checks = self._args
             context = ssl_context_for(setting)
-            self._made[setting] = (make_client(concurrency, transport, context, guard), context)
+            self._made[setting] = (make_client(concurrency, transport, context, guard, checks), context)
         return self._made[setting]
 
     async def aclose(self) -> None:

@@ -481,8 +481,9 @@ def _probe(
         # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
         # monitors with their own CA or --insecure get clients of their own, made when first due
-        own_tls = fanout.TlsClients(options.concurrency, options.transport, options.guard)
-        async with fanout.make_client(options.concurrency, options.transport, tls, options.guard) as client:
+        checks = sum(monitor.kind == "http" for monitor in monitors)  # picks the transport
+        own_tls = fanout.TlsClients(options.concurrency, options.transport, options.guard, checks)
+        async with fanout.make_client(options.concurrency, options.transport, tls, options.guard, checks) as client:
             try:
                 return await fanout.probe_all(
                     monitors,

@@ -18,6 +18,8 @@ from typing import Any
 import httpcore
 import httpx
 
+from monitor_tick.probes.backend import Backend, httpx_transport
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -74,12 +76,12 @@ class AddressGuard:
         )
 
 
-class GuardedBackend(httpcore.AsyncNetworkBackend):
-    """httpcore's network backend with our own lookup and the guard's check before connect."""
+class GuardedBackend(Backend):
+    """Our network backend with our own lookup and the guard's check before connect."""
 
     def __init__(self, guard: AddressGuard) -> None:
+        super().__init__()
         self._guard = guard
-        self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
         self,
@@ -90,7 +92,7 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
         address = await self._guard.resolve(host, port)
-        return await self._inner.connect_tcp(
+        return await super().connect_tcp(
             address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
         )
 
@@ -99,20 +101,9 @@ class GuardedBackend(httpcore.AsyncNetworkBackend):
     ) -> httpcore.AsyncNetworkStream:
         raise BlockedAddress(f"{BLOCKED}unix sockets")
 
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
 
-
-def guarded_transport(guard: AddressGuard, *, verify: Any, limits: httpx.Limits) -> httpx.AsyncHTTPTransport:
-    """httpx's own transport with its connection pool rebuilt on the guarded backend (httpx
-    has no public hook for the network backend; tests pin this down)."""
-    transport = httpx.AsyncHTTPTransport(verify=verify, limits=limits)
-    ssl_context = verify if isinstance(verify, ssl.SSLContext) else httpx.create_ssl_context(verify=verify)
-    transport._pool = httpcore.AsyncConnectionPool(  # noqa: SLF001
-        ssl_context=ssl_context,
-        max_connections=limits.max_connections,
-        max_keepalive_connections=limits.max_keepalive_connections,
-        keepalive_expiry=limits.keepalive_expiry,
-        network_backend=GuardedBackend(guard),
-    )
-    return transport
+def guarded_transport(
+    guard: AddressGuard, *, ssl_context: ssl.SSLContext, limits: httpx.Limits
+) -> httpx.AsyncHTTPTransport:
+    """httpx's own transport on the guarded backend."""
+    return httpx_transport(ssl_context, limits, GuardedBackend(guard))

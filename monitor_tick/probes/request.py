@@ -19,6 +19,7 @@ import os
 import re
 import ssl
 from collections.abc import Mapping
+from typing import Any
 
 from monitor_tick.core.model import METHODS, InvalidMonitor, Monitor, line_breaker
 from monitor_tick.core.redact import ENV_REFERENCE, header_lines
@@ -81,6 +82,40 @@ def tls_setting(monitor: Monitor) -> tuple[str | None, bool] | None:
     if monitor.ca_file is None and not monitor.insecure:
         return None
     return monitor.ca_file, bool(monitor.insecure)
+
+
+class DefaultTrust(ssl.SSLContext):
+    """httpx's default trust -- the CA bundle in SSL_CERT_FILE, else the directory in
+    SSL_CERT_DIR, else certifi's -- loaded on the first TLS handshake, not when made: loading a
+    bundle costs tens of milliseconds, which a tick with no https:// or tls:// monitor, nor a
+    redirect to one, never needs to spend. Otherwise ssl.create_default_context's context."""
+
+    def __new__(cls) -> DefaultTrust:
+        return super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
+
+    def __init__(self) -> None:
+        self._loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        if os.environ.get("SSL_CERT_FILE"):
+            self.load_verify_locations(cafile=os.environ["SSL_CERT_FILE"])
+        elif os.environ.get("SSL_CERT_DIR"):
+            self.load_verify_locations(capath=os.environ["SSL_CERT_DIR"])
+        else:
+            import certifi  # httpx's own dependency, and its default
+
+            self.load_verify_locations(cafile=certifi.where())
+        self._loaded = True
+
+    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        self._load()
+        return super().wrap_socket(*args, **kwargs)
+
+    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
+        self._load()
+        return super().wrap_bio(*args, **kwargs)
 
 
 def ssl_context_for(setting: tuple[str | None, bool]) -> ssl.SSLContext:
