@@ -233,7 +233,7 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db
         "httpx",
         "httpcore",
         "asyncio",
-        "aiohttp",
+        "httptools",
         "uvloop",
         "rich",
         "pydantic",

@@ -1,6 +1,7 @@
 """Requests as real setups need them (issue 14): headers, basic auth, methods with a body, a home
-lab's own CA and --insecure, carried by both transports (aiohttp's by default, httpx's own under
---block-private); ${ENV_VAR} references resolved by the tick and never printed."""
+lab's own CA and --insecure, carried by every path a request takes (httpx's own transport in a
+small tick, straight on the wire in a large one, the guarded transport under --block-private);
+${ENV_VAR} references resolved by the tick and never printed."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from monitor_tick.core import clock
+from monitor_tick.core import clock, fanout
 from monitor_tick.core.redact import redact_settings
 from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.guard import AddressGuard
@@ -26,9 +27,21 @@ MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 SECRET = "s3cret-Pa55"
 TOKEN = "tok-0123456789abcdef"
 
-# None: the default transport (aiohttp); a guard that blocks only a documentation network sends
-# the bytes through httpx's own transport, with 127.0.0.1 allowed
-TRANSPORTS = {"aiohttp": None, "httpx": AddressGuard(blocked=["192.0.2.0/24"])}
+# (guard, the fast path from this many checks): a small tick through httpx; the same tick as a
+# large one would run it, straight on the wire; a guard that blocks only a documentation network,
+# which sends the bytes through the guarded transport with 127.0.0.1 allowed
+TRANSPORTS = {
+    "httpx": (None, fanout.FAST_PATH_FROM),
+    "wire": (None, 1),
+    "guarded": (AddressGuard(blocked=["192.0.2.0/24"]), 1),
+}
+
+
+@pytest.fixture(params=TRANSPORTS.values(), ids=TRANSPORTS.keys())
+def guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> AddressGuard | None:
+    guard, fast_from = request.param
+    monkeypatch.setattr(fanout, "FAST_PATH_FROM", fast_from)
+    return guard  # type: ignore[no-any-return]
 
 
 def cli(db: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -43,7 +56,6 @@ def tick(db_path: str, guard: AddressGuard | None) -> dict[int, tuple[str, str |
     return {r.monitor_id: (r.status, r.cause) for r in report.results}
 
 
-@pytest.mark.parametrize("guard", TRANSPORTS.values(), ids=TRANSPORTS.keys())
 def test_headers_basic_auth_method_and_body_reach_the_server(
     guard: AddressGuard | None,
     local_server: LocalServer,
@@ -76,7 +88,6 @@ def test_headers_basic_auth_method_and_body_reach_the_server(
     )
 
 
-@pytest.mark.parametrize("guard", TRANSPORTS.values(), ids=TRANSPORTS.keys())
 def test_a_home_labs_own_ca_and_insecure_verify_per_monitor(
     guard: AddressGuard | None, conn: sqlite3.Connection, db_path: str
 ) -> None:

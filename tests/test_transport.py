@@ -1,11 +1,13 @@
-"""The fast transport (aiohttp under httpx) against httpx's default, on real misbehaving servers
-on 127.0.0.1: every outcome and cause must be the same through either."""
+"""A large tick's fast path (plain checks straight on the wire, probes/wire.py) against httpx's
+own transport, on real misbehaving servers on 127.0.0.1: every outcome and cause must be the
+same through either. And httpx's own transport as the tick builds it (probes/backend.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import gc
+import gzip
 import socket
 import ssl
 import sys
@@ -15,12 +17,14 @@ import httpx
 import pytest
 import respx
 
-from monitor_tick.core.fanout import FAST_TRANSPORT_FROM, make_client, ssl_context
+from monitor_tick.core import fanout
+from monitor_tick.core.fanout import make_client, ssl_context
 from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.probes import ProbeContext, wire
 from monitor_tick.probes.backend import httpx_transport
+from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.http import probe_http
 from monitor_tick.probes.request import DefaultTrust
-from monitor_tick.probes.transport import AiohttpTransport
 from tests.conftest import respx_transport
 from tests.servers import (
     LocalServer,
@@ -41,15 +45,15 @@ def monitor(url: str, **settings: object) -> Monitor:
 
 
 def probe_both(m: Monitor, verify: object = True) -> tuple[ProbeResult, ProbeResult]:
-    """(through httpx's default transport, through the fast one), without latency, on the event
+    """(through httpx's own transport, through the fast path), without latency, on the event
     loop the tick uses."""
 
     async def main() -> tuple[ProbeResult, ProbeResult]:
         out = []
         context = httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
-        for transport in (httpx.AsyncHTTPTransport(verify=context), AiohttpTransport(context)):
-            async with make_client(10, transport) as client:
-                result = await probe_http(m, client, 0)
+        for fast in (False, True):
+            async with make_client(10, verify=context) as client:
+                result = await probe_http(m, client, 0, ProbeContext(client, 0, context, fast=fast))
             out.append(ProbeResult(result.status, None, result.http_status, result.cause))
         return out[0], out[1]
 
@@ -84,7 +88,7 @@ def server() -> Iterator[LocalServer]:
         ("/close-mid-body", {"keyword": "b"}, ("down", 200, "protocol error")),
     ],
 )
-def test_the_fast_transport_judges_each_misbehaviour_as_httpx_does(
+def test_the_fast_path_judges_each_misbehaviour_as_httpx_does(
     server: LocalServer, path: str, settings: dict[str, object], expected: tuple[str, int | None, str | None]
 ) -> None:
     default, fast = probe_both(monitor(server.url(path), retries=0, **settings))
@@ -92,7 +96,7 @@ def test_the_fast_transport_judges_each_misbehaviour_as_httpx_does(
     assert (fast.status, fast.http_status, fast.cause) == expected
 
 
-def test_a_refused_connection_is_connect_refused_through_either_transport() -> None:
+def test_a_refused_connection_is_connect_refused_through_either_path() -> None:
     default, fast = probe_both(monitor(f"http://127.0.0.1:{refused_port()}/"))
     assert fast == default == ProbeResult("down", None, None, "connect refused")
 
@@ -106,7 +110,7 @@ def test_a_refused_connection_is_connect_refused_through_either_transport() -> N
         (wrong_host_cert, "tls: certificate is for another host"),
     ],
 )
-def test_certificates_are_judged_the_same_through_either_transport(make_cert: object, cause: str | None) -> None:
+def test_certificates_are_judged_the_same_through_either_path(make_cert: object, cause: str | None) -> None:
     pair: TLSPair = make_cert()  # type: ignore[operator]
     with LocalServer(tls=pair.server_context) as srv:
         default, fast = probe_both(monitor(srv.url("/ok")), verify=ssl.create_default_context(cafile=pair.ca_pem))
@@ -124,11 +128,12 @@ async def _answer_and_never_close(
     await asyncio.Event().wait()
 
 
-def test_the_fast_transport_leaves_no_socket_open_when_a_peer_never_answers_its_tls_close(
+def test_the_fast_path_leaves_no_socket_open_when_a_peer_never_answers_its_tls_close(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Closing a TLS connection waits for the peer's close_notify (asyncio: up to 30 s); once the
-    client is closed, no connection it opened may still hold its socket, whatever the peer does."""
+    """Closing a TLS connection politely waits for the peer's close_notify (asyncio: up to
+    30 s); the fast path drops it at once, so no connection still holds its socket when the
+    tick's loop ends, whatever the peer does."""
     unclosed: list[str] = []  # an unclosed socket or transport says so when it is collected
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: unclosed.append(str(unraisable.exc_value)))
     pair = valid_cert()
@@ -136,8 +141,11 @@ def test_the_fast_transport_leaves_no_socket_open_when_a_peer_never_answers_its_
         srv.route("/never-closes", _answer_and_never_close)
 
         async def main() -> ProbeResult:
-            async with make_client(10, AiohttpTransport(pair.client_context())) as client:
-                return await probe_http(monitor(srv.url("/never-closes")), client, 0)
+            context = pair.client_context()
+            async with make_client(10, verify=context) as client:
+                return await probe_http(
+                    monitor(srv.url("/never-closes")), client, 0, ProbeContext(client, 0, context, fast=True)
+                )
 
         assert asyncio.run(main()).status == "up"
         gc.collect()
@@ -152,19 +160,27 @@ def test_plain_http_to_a_tls_port_and_tls_to_a_plain_port_fail_the_same_way(serv
     assert tls_to_plain[1] == tls_to_plain[0] and tls_to_plain[1].cause == "tls"
 
 
-def test_the_fast_transport_sends_httpxs_headers_and_percent_encoded_path(server: LocalServer) -> None:
+def test_the_fast_path_sends_httpxs_request_line_host_and_user_agent(server: LocalServer) -> None:
     url = server.url("/ok/a%2Fb?q=1%202")
+    served = []
+    for fast in (False, True):
+        asyncio.run(_probe_once(monitor(url), fast))
+        served.append(server.requests[-1])
+    through_httpx, on_the_wire = served
+    for request in served:
+        assert request.target == "/ok/a%2Fb?q=1%202"
+        assert request.headers["user-agent"].startswith("monitor-tick")
+        assert request.headers["host"] == f"127.0.0.1:{server.port}"
+        assert request.headers["accept"] == "*/*"
+    # the fast path answered itself: it asks for the body as it is, httpx for gzip or deflate
+    assert on_the_wire.headers["accept-encoding"] == "identity"
+    assert "gzip" in through_httpx.headers["accept-encoding"]
 
-    async def main() -> None:
-        async with make_client(10) as client:  # no transport handed in: the fast one
-            assert isinstance(client._transport, AiohttpTransport)
-            await probe_http(monitor(url), client, 0)
 
-    asyncio.run(main())
-    request = server.requests[-1]
-    assert request.target == "/ok/a%2Fb?q=1%202"
-    assert request.headers["user-agent"].startswith("monitor-tick")
-    assert request.headers["host"] == f"127.0.0.1:{server.port}"
+async def _probe_once(m: Monitor, fast: bool) -> ProbeResult:
+    context = ssl_context()
+    async with make_client(10, verify=context) as client:
+        return await probe_http(m, client, 0, ProbeContext(client, 0, context, fast=fast))
 
 
 def test_a_transport_handed_in_is_the_one_used_so_respxs_mock_sees_requests(
@@ -174,7 +190,6 @@ def test_a_transport_handed_in_is_the_one_used_so_respxs_mock_sees_requests(
 
     async def main() -> ProbeResult:
         async with make_client(10, respx_transport()) as client:
-            assert not isinstance(client._transport, AiohttpTransport)
             return await probe_http(monitor("http://site.test/"), client, 0)
 
     assert asyncio.run(main()).status == "up" and route.call_count == 1
@@ -210,17 +225,51 @@ def test_httpxs_own_transport_closes_its_socket_when_a_probe_ends_mid_handshake(
         assert result is not None and (result.status, result.cause) == ("down", "timeout")
 
 
-def test_a_small_tick_goes_through_httpxs_own_transport_and_a_large_one_through_aiohttp() -> None:
-    async def transports() -> list[type]:
-        kinds = []
-        for checks in (1, FAST_TRANSPORT_FROM - 1, FAST_TRANSPORT_FROM, None):
-            async with make_client(10, checks=checks) as client:
-                kinds.append(type(client._transport))
-        return kinds
+def test_a_large_tick_takes_the_fast_path_unless_a_transport_a_guard_or_a_proxy_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in wire.PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    large, small = fanout.FAST_PATH_FROM, fanout.FAST_PATH_FROM - 1
+    assert fanout.fast_path(large, None, None) and not fanout.fast_path(small, None, None)
+    assert not fanout.fast_path(large, respx_transport(), None)
+    assert not fanout.fast_path(large, None, AddressGuard())
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    assert not fanout.fast_path(large, None, None)
 
-    small, below, at, unknown = asyncio.run(transports())
-    assert small is below is httpx.AsyncHTTPTransport
-    assert at is unknown is AiohttpTransport
+
+async def _gzipped_whatever_was_asked(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str
+) -> None:
+    """A server that compresses even when asked for the body as it is."""
+    text = path.rpartition("/")[2].replace("%20", " ")
+    await send_response(
+        writer, 200, gzip.compress(f"the page says {text}".encode()), headers={"Content-Encoding": "gzip"}
+    )
+
+
+async def _body_until_close(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+    """Neither Content-Length nor chunked: the body ends when the connection does."""
+    writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nall good until close")
+    await writer.drain()
+
+
+def test_redirects_compressed_bodies_for_keywords_and_head_go_through_httpx(server: LocalServer) -> None:
+    """What the fast path hands over is httpx's to finish: each is judged as httpx judges it.
+    (And a body that ends with its connection is the fast path's own.)"""
+    server.route("/gzip", _gzipped_whatever_was_asked)
+    server.route("/until-close", _body_until_close)
+    cases = [
+        (monitor(server.url("/until-close"), keyword="until close", retries=0), ("up", 200, None)),
+        (monitor(server.url("/until-close"), keyword="absent", retries=0), ("down", 200, "keyword missing")),
+        (monitor(server.url("/redirect/2"), retries=0), ("up", 200, None)),
+        (monitor(server.url("/ok"), method="HEAD", retries=0), ("up", 200, None)),
+        (monitor(server.url("/gzip/all%20good"), keyword="all good", retries=0), ("up", 200, None)),
+        (monitor(server.url("/gzip/bad"), keyword="all good", retries=0), ("down", 200, "keyword missing")),
+    ]
+    for m, expected in cases:
+        default, fast = probe_both(m)
+        assert fast == default and (fast.status, fast.http_status, fast.cause) == expected, m.url
 
 
 def test_no_ca_bundle_is_loaded_until_a_tls_handshake_needs_it(server: LocalServer) -> None:
@@ -230,7 +279,7 @@ def test_no_ca_bundle_is_loaded_until_a_tls_handshake_needs_it(server: LocalServ
     assert isinstance(context, DefaultTrust) and context.cert_store_stats()["x509_ca"] == 0
 
     async def main() -> ProbeResult:
-        async with make_client(10, verify=context, checks=1) as client:
+        async with make_client(10, verify=context) as client:
             return await probe_http(monitor(server.url("/ok")), client, 0)
 
     assert asyncio.run(main()).status == "up"
@@ -239,9 +288,9 @@ def test_no_ca_bundle_is_loaded_until_a_tls_handshake_needs_it(server: LocalServ
     with LocalServer(tls=pair.server_context) as tls_srv:
 
         async def tls_main() -> ProbeResult:
-            async with make_client(10, verify=context, checks=1) as client:
+            async with make_client(10, verify=context) as client:
                 return await probe_http(monitor(tls_srv.url("/ok"), retries=0), client, 0)
 
         result = asyncio.run(tls_main())
-    assert context.cert_store_stats()["x509_ca"] > 100  # certifi's bundle
+    assert context.cert_store_stats()["x509_ca"] > 100  # the default bundle (SSL_CERT_FILE, or certifi's)
     assert result.cause == "tls: self-signed certificate"

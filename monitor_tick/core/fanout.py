@@ -20,28 +20,31 @@ import ssl
 import sys
 import threading
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import httpx
 
 from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
-from monitor_tick.probes import PROBES, ProbeContext
+from monitor_tick.probes import PROBES, ProbeContext, wire
 from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard, guarded_transport
-from monitor_tick.probes.request import DefaultTrust, ssl_context_for
+from monitor_tick.probes.request import USER_AGENT, DefaultTrust, ssl_context_for
 
-if TYPE_CHECKING:
-    from monitor_tick.probes.transport import AiohttpTransport
-
-USER_AGENT = "monitor-tick (uptime check)"
 MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starting
 CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget")
-# From this many HTTP checks a tick, aiohttp's transport (probes/transport.py) pays for its
-# import (about 100 ms, SSL contexts included); below it httpx's own transport is quicker
-# (bench/run.py, figures 2 and 8).
-FAST_TRANSPORT_FROM = 100
+# From this many HTTP checks a tick, plain ones go straight on the wire (probes/wire.py); below
+# it every check goes through httpx, whose cost is then the tick's floor (bench/run.py, figure 8)
+FAST_PATH_FROM = 100
+
+
+def fast_path(checks: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None) -> bool:
+    """Whether this tick's plain HTTP checks go straight on the wire: from FAST_PATH_FROM of
+    them, unless a transport is handed in (tests mock through it), --block-private is on (the
+    guard checks every connection inside httpx's transport) or a proxy is set in the environment
+    (httpx's to use)."""
+    return checks >= FAST_PATH_FROM and transport is None and guard is None and not wire.proxied()
 
 
 def ssl_context(verify: object = True) -> ssl.SSLContext:
@@ -86,22 +89,17 @@ def make_client(
     transport: httpx.AsyncBaseTransport | None = None,
     verify: Any = True,
     guard: AddressGuard | None = None,
-    checks: int | None = None,
 ) -> httpx.AsyncClient:
     """One client shared by the tick. The pool has no connection cap (the semaphore bounds
     concurrency), so no probe ever waits for a pool slot -- that would be our limit, not the
     site's outage. With `guard`, every connection (redirects included) is checked against it
-    on the address actually connected to (through httpx's own transport). Without it, the bytes
-    go through httpx's own transport for fewer than FAST_TRANSPORT_FROM `checks`, else (or when
-    `checks` is not known) through probes/transport.py (aiohttp). `transport`, when given, is
-    used as it is (tests hand in httpx.MockTransport, or httpx's own transport for respx to see)."""
+    on the address actually connected to. `transport`, when given, is used as it is (tests hand
+    in httpx.MockTransport, or httpx's own transport for respx to see)."""
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
     if transport is None and guard is not None:
         transport = guarded_transport(guard, ssl_context=ssl_context(verify), limits=limits)
-    elif transport is None and checks is not None and checks < FAST_TRANSPORT_FROM:
-        transport = httpx_transport(ssl_context(verify), limits)
     elif transport is None:
-        transport = _aiohttp_transport(ssl_context(verify))
+        transport = httpx_transport(ssl_context(verify), limits)
     return httpx.AsyncClient(
         transport=transport,
         verify=verify,
@@ -111,33 +109,22 @@ def make_client(
     )
 
 
-def _aiohttp_transport(context: ssl.SSLContext) -> AiohttpTransport:
-    # deferred: importing aiohttp costs a small tick more than the tick's checks (see above)
-    from monitor_tick.probes.transport import AiohttpTransport
-
-    return AiohttpTransport(context)
-
-
 class TlsClients:
     """Clients for monitors that verify TLS their own way (--ca-file, --insecure): one per
     distinct setting, made when the first such monitor is probed (a tick without one makes
     none), each with its own SSL context and otherwise made as the shared client is."""
 
     def __init__(
-        self,
-        concurrency: int,
-        transport: httpx.AsyncBaseTransport | None,
-        guard: AddressGuard | None,
-        checks: int | None = None,
+        self, concurrency: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None
     ) -> None:
-        self._args = (concurrency, transport, guard, checks)
+        self._args = (concurrency, transport, guard)
         self._made: dict[tuple[str | None, bool], tuple[httpx.AsyncClient, ssl.SSLContext]] = {}
 
     def get(self, setting: tuple[str | None, bool]) -> tuple[httpx.AsyncClient, ssl.SSLContext]:
         if setting not in self._made:
-            concurrency, transport, guard, checks = self._args
+            concurrency, transport, guard = self._args
             context = ssl_context_for(setting)
-            self._made[setting] = (make_client(concurrency, transport, context, guard, checks), context)
+            self._made[setting] = (make_client(concurrency, transport, context, guard), context)
         return self._made[setting]
 
     async def aclose(self) -> None:

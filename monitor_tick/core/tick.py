@@ -67,8 +67,9 @@ class TickOptions:
     # refuse probes to private, loopback, link-local and metadata addresses (shared installs)
     guard: AddressGuard | None = None
     notify_timeout_s: float | None = None  # one notification to one channel; None: alerts.notify's
-    # for tests and embedding: the httpx transport every probe goes through (None: aiohttp's, or
-    # httpx's own under --block-private; see fanout.make_client), and TLS verification for
+    # for tests and embedding: the httpx transport every HTTP probe goes through (None: httpx's
+    # own, guarded under --block-private, and plain checks of a large tick straight on the wire;
+    # see fanout.make_client and fanout.fast_path), and TLS verification for
     # https:// and tls:// (an ssl.SSLContext, True for the default CA bundle, or a CA file)
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True
@@ -481,13 +482,13 @@ def _probe(
         # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
         # monitors with their own CA or --insecure get clients of their own, made when first due
-        checks = sum(monitor.kind == "http" for monitor in monitors)  # picks the transport
-        own_tls = fanout.TlsClients(options.concurrency, options.transport, options.guard, checks)
-        async with fanout.make_client(options.concurrency, options.transport, tls, options.guard, checks) as client:
+        own_tls = fanout.TlsClients(options.concurrency, options.transport, options.guard)
+        fast = fanout.fast_path(sum(m.kind == "http" for m in monitors), options.transport, options.guard)
+        async with fanout.make_client(options.concurrency, options.transport, tls, options.guard) as client:
             try:
                 return await fanout.probe_all(
                     monitors,
-                    _probes().ProbeContext(client, now_ms, tls, loaded, options.guard, own_tls.get),
+                    _probes().ProbeContext(client, now_ms, tls, loaded, options.guard, own_tls.get, fast),
                     concurrency=options.concurrency,
                     retry_delay_s=options.retry_delay_s,
                     budget_s=options.budget_s,
@@ -533,8 +534,8 @@ def _probe_canary(
 
 # ---------------------------------------------------------------------------------------------
 # Deferred imports, all of the tick's in one place. An idle tick (nothing due, nothing to send;
-# cron runs it 1,440 times a day) imports none of these: the probes and the fan-out bring httpx,
-# asyncio and aiohttp (the address guard, httpx); the alert modules are needed only when there are
+# cron runs it 1,440 times a day) imports none of these: the probes and the fan-out bring httpx
+# and asyncio (the address guard, httpx); the alert modules are needed only when there are
 # results or deliveries.
 
 

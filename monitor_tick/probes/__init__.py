@@ -24,6 +24,7 @@ due or being added, so an idle tick stays light.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import fields, replace
 from typing import Any
@@ -52,6 +53,7 @@ KINDS: tuple[Kind, ...] = (http.KIND, tls.KIND, tcp.KIND, heartbeat.KIND, dns.KI
 PROBES: dict[str, Kind] = {kind.name: kind for kind in KINDS}
 KIND_OF_SCHEME: dict[str, str] = {scheme: kind.name for kind in KINDS for scheme in kind.schemes}
 
+_WHITESPACE = re.compile(r"\s")
 _MONITOR_DEFAULTS = {f.name: f.default for f in fields(Monitor)}
 
 
@@ -59,7 +61,7 @@ def kind_of_url(url: str) -> str:
     """The kind a URL selects; raises InvalidMonitor when it is not usable for any kind."""
     if not isinstance(url, str) or not url.strip():
         raise InvalidMonitor("url is empty")
-    if any(ch.isspace() for ch in url):
+    if _WHITESPACE.search(url):
         raise InvalidMonitor("url contains whitespace")
     try:
         parts = urlsplit(url)

@@ -32,6 +32,8 @@ class ProbeContext:
     # (ca_file, insecure) -> (a client, its SSL context): for monitors that verify TLS their own
     # way (--ca-file, --insecure), made by the tick on first use (None: such monitors use `client`)
     tls_client: Callable[[tuple[str | None, bool]], tuple[httpx.AsyncClient, ssl.SSLContext]] | None = None
+    # plain HTTP checks go straight on the wire (probes/wire.py), the others through `client`
+    fast: bool = False
 
 
 Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]

@@ -31,7 +31,7 @@ from monitor_tick.core.model import (
     parse_expect,
     status_accepted,
 )
-from monitor_tick.probes import jsonfield, latency, request
+from monitor_tick.probes import jsonfield, latency, request, wire
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
     NO_ROUTE_ERRNOS,
@@ -52,8 +52,9 @@ async def probe_http(
     """One attempt. Never raises for remote behaviour; returns up/down/unknown with a cause.
     `now_ms` (the tick's time) is what a certificate's days left are counted from. With --expires-within
     the certificate is read from the response's connection, or, when the transport cannot show it
-    (aiohttp may have released a short response's connection already), from a TLS connection of
-    its own to the final URL's host, verified as the client verifies (`ctx`).
+    (a transport handed in), from a TLS connection of its own to the final URL's host, verified
+    as the client verifies (`ctx`). With `ctx.fast`, a plain check goes straight on the wire
+    (wire.py), and anything else through `client`, within the same deadline.
 
     The body is read to its end under the same deadline (a page that never finishes loading is
     down), keeping at most MAX_BODY_BYTES of it, and only when there is a keyword to look for.
@@ -61,53 +62,84 @@ async def probe_http(
     ranges = parse_expect(monitor.expect_status)
     wanted = monitor.keyword.encode("utf-8") if monitor.keyword else None
     unwanted = monitor.keyword_absent.encode("utf-8") if monitor.keyword_absent else None
+    keep = bool(wanted or unwanted or monitor.json_field)
     start = time.perf_counter()
     status: int | None = None
     expires_at_ms: int | None = None
+    call: wire.Call | None = None
     try:
         async with asyncio.timeout(monitor.timeout_s):
-            sent = client.build_request(
-                monitor.method,
-                monitor.url,
-                headers=request.request_headers(monitor),
-                content=request.request_body(monitor),
-                timeout=monitor.timeout_s,
-            )
-            response = await client.send(sent, stream=True, follow_redirects=True)
-            try:
-                status = response.status_code
-                if monitor.expires_within_sec is not None:
-                    expires_at_ms = cert_expires_at_ms(_peer_cert(response))
-                    if expires_at_ms is None and ctx is not None and response.url.scheme == "https":
-                        host, port = response.url.host, response.url.port or 443
-                        _, cert = await connect(host, port, monitor.timeout_s, ctx.ssl_context, ctx.guard)
-                        expires_at_ms = cert_expires_at_ms(cert)
-                cause = None if status_accepted(status, ranges) else f"status {status}"
-                if cause is None:
-                    keep = bool(wanted or unwanted or monitor.json_field)
-                    body, whole = await _read_body(response, keep)
-                    if wanted and wanted not in body:
-                        cause = "keyword missing"
-                    elif unwanted and unwanted in body:
-                        cause = "keyword present"
-                    elif monitor.json_field is not None:
-                        cause = jsonfield.cause(monitor, bytes(body), whole)
-                if cause is None and monitor.expires_within_sec is not None:
-                    cause = expiry_cause(monitor, now_ms, expires_at_ms)
-                if cause is not None:
-                    return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, cause, expires_at_ms)
-            finally:
-                await response.aclose()
-    except TimeoutError:
-        cause = "timeout" if status is None else "timeout reading body"
-        return ProbeResult("down", None, status, cause, expires_at_ms)
-    except httpx.PoolTimeout:
-        return ProbeResult("unknown", None, None, "connection pool exhausted")
-    except httpx.HTTPError as exc:
-        return ProbeResult("down", None, status, cause_of(exc), expires_at_ms)
-    except (OSError, ssl.SSLError) as exc:  # transports may leak raw socket errors
-        return ProbeResult("down", None, status, cause_of_os_error(exc), expires_at_ms)
+            body: bytearray | None = None  # read only when the status is accepted
+            whole = True
+            answer = None
+            if ctx is not None and ctx.fast:
+                call = wire.Call(
+                    monitor,
+                    ctx.ssl_context,
+                    keep=keep,
+                    limit=MAX_BODY_BYTES,
+                    read_body=lambda code: status_accepted(code, ranges),
+                )
+                answer = await call.run()
+                if answer is None:  # httpx's to take further: from here on its status counts
+                    call = None
+            if answer is not None:
+                status = answer.status
+                expires_at_ms = cert_expires_at_ms(answer.peer_cert)
+                if status_accepted(status, ranges):
+                    body, whole = answer.body, answer.whole
+            else:
+                sent = client.build_request(
+                    monitor.method,
+                    monitor.url,
+                    headers=request.request_headers(monitor),
+                    content=request.request_body(monitor),
+                    timeout=monitor.timeout_s,
+                )
+                response = await client.send(sent, stream=True, follow_redirects=True)
+                try:
+                    status = response.status_code
+                    if monitor.expires_within_sec is not None:
+                        expires_at_ms = cert_expires_at_ms(_peer_cert(response))
+                        if expires_at_ms is None and ctx is not None and response.url.scheme == "https":
+                            host, port = response.url.host, response.url.port or 443
+                            _, cert = await connect(host, port, monitor.timeout_s, ctx.ssl_context, ctx.guard)
+                            expires_at_ms = cert_expires_at_ms(cert)
+                    if status_accepted(status, ranges):
+                        body, whole = await _read_body(response, keep)
+                finally:
+                    await response.aclose()
+            if monitor.expires_within_sec is None:
+                expires_at_ms = None
+            cause = None if body is not None else f"status {status}"
+            if body is not None:
+                if wanted and wanted not in body:
+                    cause = "keyword missing"
+                elif unwanted and unwanted in body:
+                    cause = "keyword present"
+                elif monitor.json_field is not None:
+                    cause = jsonfield.cause(monitor, bytes(body), whole)
+            if cause is None and monitor.expires_within_sec is not None:
+                cause = expiry_cause(monitor, now_ms, expires_at_ms)
+            if cause is not None:
+                return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, cause, expires_at_ms)
+    except (httpx.HTTPError, OSError, ssl.SSLError) as exc:  # TimeoutError is an OSError
+        if status is None and call is not None:
+            status = call.status  # the fast path's response had begun
+        return _failed(exc, status, expires_at_ms)
     return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms)
+
+
+def _failed(exc: BaseException, status: int | None, expires_at_ms: int | None) -> ProbeResult:
+    """The result of an attempt that raised; `status` when a response had begun."""
+    if isinstance(exc, TimeoutError):  # the attempt's deadline
+        return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body", expires_at_ms)
+    if isinstance(exc, httpx.PoolTimeout):
+        return ProbeResult("unknown", None, None, "connection pool exhausted")
+    if isinstance(exc, httpx.HTTPError):
+        return ProbeResult("down", None, status, cause_of(exc), expires_at_ms)
+    # transports may leak raw socket errors
+    return ProbeResult("down", None, status, cause_of_os_error(exc), expires_at_ms)
 
 
 async def _read_body(response: httpx.Response, keep: bool) -> tuple[bytearray, bool]:
@@ -162,7 +194,7 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
         if isinstance(seen, OSError | ssl.SSLError) and not isinstance(seen, httpx.HTTPError):
             cause = cause_of_os_error(seen)
             # anyio wraps the real error in a plain OSError; an unreachable network is the real
-            # one (aiohttp's text for it says "ssl:default", which is not a TLS failure)
+            # one (asyncio's text for it may name ssl, which is not a TLS failure)
             if cause != "connect error" or getattr(seen, "errno", None) in NO_ROUTE_ERRNOS:
                 return cause
         seen = seen.__cause__ or seen.__context__
@@ -191,7 +223,7 @@ def _check(monitor: Monitor) -> None:
     if not parts.hostname:
         raise InvalidMonitor("url has no host")
     try:
-        httpx.URL(monitor.url)  # what the probe will send: refuse here what httpx would refuse
+        wire.parsed(monitor.url)  # what the probe will send: refuse here what httpx would refuse
     except httpx.InvalidURL as exc:
         raise InvalidMonitor(f"url is not valid: {exc}") from None
     request.check(monitor)

@@ -24,6 +24,7 @@ from typing import Any
 from monitor_tick.core.model import METHODS, InvalidMonitor, Monitor, line_breaker
 from monitor_tick.core.redact import ENV_REFERENCE, header_lines
 
+USER_AGENT = "monitor-tick (uptime check)"
 # RFC 9110's token: what a header name may be made of
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # set by httpx from the URL and the body: a second copy would make the request ambiguous

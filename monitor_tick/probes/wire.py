@@ -1,0 +1,229 @@
+"""Plain HTTP/1.1 checks straight on asyncio's transports, parsed by httptools: the fast path of
+a large tick (fanout.FAST_TRANSPORT_FROM checks or more).
+
+Why: per check, httpx's client (URL and header models, auth and redirect machinery, cookies)
+costs about twice what the request costs on the wire, whatever transport it runs on; a tick of
+thousands of checks spends most of its time there (bench/run.py, figures 2 and 9). A check
+needs much less: one request, the status, the body read to its end, the peer certificate.
+
+What it takes on is an exchange with one answer -- one request, one response, one connection,
+closed after it. Everything else is httpx's, unchanged: `Call.run` returns None for a response
+that httpx would take further (a redirect to follow, a body it would have to decode for a
+keyword, an informational status), and for a request it does not send itself (a URL with
+credentials, HEAD), and the probe then runs through httpx as a small tick does, within the same
+deadline. With a proxy in the environment, no check takes the fast path. A test holds both paths to the same outcome and
+cause against every misbehaving local server.
+
+Failures are raised as httpx's own exception types with the OS or TLS error underneath, so the
+probe's causes read exactly as through httpx.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import socket
+import ssl
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httptools
+import httpx
+
+from monitor_tick.core.model import Monitor
+from monitor_tick.probes import request
+
+# what httpx's client sends unless told otherwise, but for the encoding: the fast path reads
+# bodies as they come (a server that compresses anyway is handed to httpx when the body counts)
+_ACCEPT = [(b"Accept", b"*/*"), (b"Accept-Encoding", b"identity"), (b"Connection", b"close")]
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+HAPPY_EYEBALLS_DELAY_S = 0.25  # as anyio (httpx's own transport) tries a host's next address
+
+
+def proxied() -> bool:
+    """Whether httpx would send requests through a proxy from the environment: then only httpx
+    sends them (fanout.fast_path)."""
+    return any(os.environ.get(name) for name in PROXY_VARIABLES)
+
+
+@dataclass
+class Answer:
+    """A response the fast path took on: its status, its body (the first `limit` bytes, when
+    kept), whether that is all of it, and the peer certificate over TLS."""
+
+    status: int
+    body: bytearray = field(default_factory=bytearray)
+    whole: bool = True
+    peer_cert: dict[str, object] | None = None
+
+
+class _Handed(Exception):
+    """This response is httpx's to take further."""
+
+
+class Call(asyncio.Protocol):
+    """One request and the response to it, on one connection; `status` is the response's once
+    its headers are in (a probe that times out says whether it was reading the body)."""
+
+    def __init__(
+        self, monitor: Monitor, ssl_context: ssl.SSLContext, *, keep: bool, limit: int, read_body: Callable[[int], bool]
+    ) -> None:
+        self._monitor = monitor
+        self._ssl_context = ssl_context
+        self._keep = keep
+        self._limit = limit
+        self._read_body = read_body
+        self._parser = httptools.HttpResponseParser(self)
+        self._transport: asyncio.Transport | None = None
+        self._wire = b""
+        self._headers_done = False
+        self._until_eof = True  # neither Content-Length nor chunked: the body ends with the connection
+        self.status: int | None = None
+        self._answer: Answer | None = None
+        self._done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+
+    async def run(self) -> Answer | None:
+        """The response when the fast path takes it on, else None (the probe goes through
+        httpx). The caller's deadline bounds it; raises httpx.HTTPError (the OS or TLS error as
+        __cause__), as httpx's own transport would."""
+        monitor = self._monitor
+        url = parsed(monitor.url)  # what httpx would send: its percent-encoding, its IDNA host
+        if not takes(monitor, url):
+            return None
+        self._wire = _request_bytes(monitor, url)
+        tls = url.scheme == "https"
+        host = url.raw_host.decode("ascii")
+        try:
+            try:
+                await asyncio.get_running_loop().create_connection(
+                    lambda: self,
+                    host,
+                    url.port or (443 if tls else 80),
+                    ssl=self._ssl_context if tls else None,
+                    server_hostname=host if tls else None,
+                    ssl_handshake_timeout=monitor.timeout_s if tls else None,
+                    # a name may have addresses of both families; an address literal has one
+                    happy_eyeballs_delay=None if _is_address(host) else HAPPY_EYEBALLS_DELAY_S,
+                )
+            except (OSError, ssl.SSLError) as exc:
+                raise httpx.ConnectError(str(exc)) from exc
+            return await self._done
+        except _Handed:
+            return None
+        finally:
+            if self._transport is not None:  # now: no TLS close_notify to wait for, no socket left
+                self._transport.abort()
+
+    # asyncio's side
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        transport.write(self._wire)  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        if self._done.done():
+            return
+        try:
+            self._parser.feed_data(data)
+        except httptools.HttpParserCallbackError as exc:
+            handed = isinstance(exc.__context__, _Handed)
+            self._fail(_Handed() if handed else httpx.RemoteProtocolError(f"invalid response: {exc}"))
+        except httptools.HttpParserUpgrade:
+            self._fail(_Handed())
+        except httptools.HttpParserError as exc:
+            self._fail(httpx.RemoteProtocolError(f"invalid response: {exc}"))
+
+    def eof_received(self) -> bool | None:
+        self._ended(None)
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._ended(exc)
+
+    def _ended(self, exc: Exception | None) -> None:
+        if self._done.done():
+            return
+        if exc is not None:
+            self._fail(httpx.ReadError(str(exc) or type(exc).__name__), exc)
+        elif self._headers_done and self._until_eof:
+            self._finish()
+        elif not self._headers_done:
+            self._fail(httpx.RemoteProtocolError("Server disconnected without sending a response."))
+        else:
+            self._fail(httpx.RemoteProtocolError("peer closed connection without sending complete message body"))
+
+    # httptools' side
+    def on_header(self, name: bytes, value: bytes) -> None:
+        lowered = name.lower()
+        if lowered == b"content-length" or (lowered == b"transfer-encoding" and b"chunked" in value.lower()):
+            self._until_eof = False
+        elif lowered == b"content-encoding" and self._keep and value.strip().lower() not in (b"", b"identity"):
+            raise _Handed  # a body to decode for a keyword: httpx's decoders
+
+    def on_headers_complete(self) -> None:
+        status = self.status = self._parser.get_status_code()
+        self._headers_done = True
+        if status < 200 or 300 <= status < 400:  # informational, or (maybe) a redirect to follow
+            raise _Handed
+        ssl_object = self._transport.get_extra_info("ssl_object") if self._transport is not None else None
+        self._answer = Answer(status, peer_cert=ssl_object.getpeercert() if ssl_object is not None else None)
+        if status in (204, 304) or not self._read_body(status):  # no body, or none worth reading
+            self._until_eof = False
+            self._finish()
+
+    def on_body(self, body: bytes) -> None:
+        answer = self._answer
+        if answer is None or not self._keep:
+            return
+        room = self._limit - len(answer.body)
+        answer.whole = answer.whole and len(body) <= room
+        answer.body += body[:room]
+
+    def on_message_complete(self) -> None:
+        self._finish()
+
+    def _finish(self) -> None:
+        if not self._done.done() and self._answer is not None:
+            self._done.set_result(self._answer)
+
+    def _fail(self, exc: BaseException, cause: BaseException | None = None) -> None:
+        if not self._done.done():
+            exc.__cause__ = cause
+            self._done.set_exception(exc)
+
+
+@functools.lru_cache(maxsize=4096)
+def parsed(url: str) -> httpx.URL:
+    """httpx's parse of a monitor's URL, once per tick for the row check and the request both
+    (httpx parses in pure Python; raises httpx.InvalidURL)."""
+    return httpx.URL(url)
+
+
+def takes(monitor: Monitor, url: httpx.URL) -> bool:
+    """Whether the fast path sends this request itself (see the module docstring)."""
+    return monitor.method != "HEAD" and not url.userinfo and url.scheme in ("http", "https")
+
+
+def _is_address(host: str) -> bool:
+    for family in (socket.AF_INET, socket.AF_INET6):
+        try:
+            socket.inet_pton(family, host)
+        except OSError:
+            continue
+        return True
+    return False
+
+
+def _request_bytes(monitor: Monitor, url: httpx.URL) -> bytes:
+    """The request as httpx's client would put it on the wire (see _ACCEPT)."""
+    headers: dict[bytes, tuple[bytes, bytes]] = {b"host": (b"Host", url.netloc)}
+    for name, value in (*_ACCEPT, (b"User-Agent", request.USER_AGENT.encode("ascii"))):
+        headers[name.lower()] = (name, value)
+    for name, text in request.request_headers(monitor).items():
+        headers[name.lower().encode("ascii")] = (name.encode("ascii"), text.encode("utf-8"))
+    body = request.request_body(monitor)
+    if body is not None or monitor.method in ("POST", "PUT", "PATCH"):
+        headers[b"content-length"] = (b"Content-Length", str(len(body or b"")).encode("ascii"))
+    lines = [monitor.method.encode("ascii") + b" " + url.raw_path + b" HTTP/1.1"]
+    lines += [name + b": " + value for name, value in headers.values()]
+    return b"\r\n".join(lines) + b"\r\n\r\n" + (body or b"")
