@@ -104,10 +104,12 @@ CREATE TABLE monitors (
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match
--- store.SELECT_DUE to the letter, or SQLite silently falls back to a scan.
+-- store.SELECT_DUE to the letter, or SQLite silently falls back to a scan. The owner is in it so
+-- that most due monitors are selected, owners' maintenance included, without reading a row.
 CREATE INDEX monitors_due ON monitors (
     interval_sec,
-    (CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END)
+    (CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END),
+    owner_id
 ) WHERE enabled = 1 AND auto_paused = 0;
 -- Monitors due in their first-check minute (see first_check_minute), one index probe a tick.
 CREATE INDEX monitors_first_check ON monitors (first_check_minute)
@@ -132,6 +134,8 @@ CREATE TABLE maintenance_windows (
 ) STRICT;
 CREATE INDEX maintenance_by_monitor ON maintenance_windows (monitor_id, ends_at_ms);
 CREATE INDEX maintenance_by_owner ON maintenance_windows (owner_id, ends_at_ms);
+-- The windows that have not ended: what due selection reads to know who is in maintenance now.
+CREATE INDEX maintenance_by_end ON maintenance_windows (ends_at_ms);
 
 -- One row per monitor per UTC hour. Uptime, averages and reports are derived from these.
 CREATE TABLE rollups (

@@ -214,19 +214,45 @@ def test_the_due_query_reads_candidates_through_indexes(conn: sqlite3.Connection
     ).fetchall()
     details = [row[3] for row in plan]
     text = "\n".join(details)
-    assert "SEARCH monitors USING INDEX monitors_due (interval_sec=? AND <expr>=?)" in text, text
+    # the plain half and the rest's short intervals, each walked interval by interval
+    assert details.count("SEARCH monitors USING INDEX monitors_due (interval_sec=? AND <expr>=?)") == 2, text
     assert "SEARCH m USING INDEX monitors_owner (owner_id=? AND interval_sec<?)" in text, text
     assert "SEARCH m USING INDEX monitors_due (interval_sec<?)" in text, text  # floors up to 15 minutes
     assert "SEARCH monitors USING INDEX monitors_first_check (first_check_minute=?)" in text, text
-    assert "SEARCH s USING INDEX maintenance_schedules_by_monitor (monitor_id=?)" in text, text
-    assert "SEARCH s USING INDEX maintenance_schedules_by_owner (owner_id=?)" in text, text
+    # who is in maintenance now: the windows that have not ended, read once for the whole query
+    assert details.count("SEARCH maintenance_windows USING INDEX maintenance_by_end (ends_at_ms>?)") == 2, text
     # Full scans only of the small things: CTEs, plans, owners (to find floors above 15 minutes;
-    # skipped at run time when no plan has one), and the partial index of rows with an unusable
-    # interval (empty on a healthy database).
+    # skipped at run time when no plan has one), recurring maintenance schedules (a few rows of
+    # settings), and the partial index of rows with an unusable interval (empty on a healthy
+    # database).
     assert "SCAN monitors USING INDEX monitors_bad_interval" in details, text
     details.remove("SCAN monitors USING INDEX monitors_bad_interval")
     scanned = {d.split()[1] for d in details if d.startswith("SCAN ")}
-    assert scanned <= {"intervals", "df", "small", "plans", "o", "r", "c", "CONSTANT"}, text
+    assert scanned <= {
+        "intervals",
+        "top",
+        "df",
+        "small",
+        "plans",
+        "o",
+        "r",
+        "c",
+        "s",
+        "plain",
+        "held_monitors",
+        "held_owners",
+        "CONSTANT",
+    }, text
+
+
+def test_most_due_monitors_are_selected_from_the_index_alone(conn: sqlite3.Connection) -> None:
+    """A monitor whose interval is at least every plan's floor is selected from monitors_due's
+    entries without its row being read (the index holds the owner, for owners' maintenance)."""
+    index_columns = [row[2] for row in conn.execute("PRAGMA index_xinfo(monitors_due)") if row[5]]
+    assert index_columns[0] == "interval_sec" and "owner_id" in index_columns
+    plain = store.SELECT_DUE.split("plain(id, effective_interval_sec) AS MATERIALIZED (")[1].split("\n  ),")[0]
+    used = {name for name in ("name", "url", "kind", "method", "timeout_s", "first_check_minute") if name in plain}
+    assert used == set(), used
 
 
 # 2026-11-30 is a Monday (weekday 0); minutes of the UTC day

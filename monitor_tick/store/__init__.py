@@ -50,7 +50,7 @@ from monitor_tick.store.deliveries import (
     remove_channel,
     set_setting,
 )
-from monitor_tick.store.due import SELECT_DUE, recent_rollups, select_due
+from monitor_tick.store.due import SELECT_DUE, due_ids, recent_rollups, select_due
 from monitor_tick.store.engine import (
     EXTRA_HINT,
     backup,
@@ -163,6 +163,7 @@ __all__ = [
     "claim_buckets",
     "SELECT_DUE",
     "select_due",
+    "due_ids",
     "recent_rollups",
     "AUTO_PAUSE_DEFAULT_MS",
     "RETENTION_DEFAULT_MS",

@@ -19,13 +19,9 @@ FLOOR = (
     " THEN df.floor_sec ELSE p.min_interval_sec END"
 )
 _PHASE_INDEXED = "(CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END)"
-# A row whose interval has no schedule (only possible when edited by hand with the schema's
-# CHECK ignored). It is offered to the tick once an hour so the tick can say what is wrong.
-# Must match the monitors_bad_interval index's WHERE to the letter.
-_BAD_INTERVAL = (
-    "NOT (typeof(interval_sec) = 'integer' AND interval_sec >= 60 AND interval_sec % 60 = 0)"
-    " AND enabled = 1 AND auto_paused = 0"
-)
+# Whether an interval (an SQL expression) has a schedule: a whole number of minutes. SQLite's
+# test; PostgreSQL's column is an integer (store/postgres.py).
+USABLE_INTERVAL = "typeof({n}) = 'integer' AND {n} >= 60 AND {n} % 60 = 0"
 
 # Monitors with a first-check minute; must match the monitors_first_check index's WHERE.
 _FIRST_CHECK = "first_check_minute IS NOT NULL AND enabled = 1 AND auto_paused = 0"
@@ -35,42 +31,94 @@ _FIRST_CHECK = "first_check_minute IS NOT NULL AND enabled = 1 AND auto_paused =
 _SMALL_FLOOR_SEC = 900
 
 
-# One query. Candidates come from indexes, so the cost follows the rows that are due, not the
-# table (CROSS JOIN fixes the join order, MATERIALIZED keeps the CTEs from being inlined into a
-# scan): (a) for each distinct interval (a loose index scan over monitors_due) the monitors whose
-# indexed phase equals minute % n; (b) monitors whose owner's floor may be above their own
-# interval: (b1) for floors up to _SMALL_FLOOR_SEC every monitor below the largest such floor (an
-# index range: the 1-14 minute monitors, most of them due anyway), (b2) for larger floors through
-# the owners on them (the owners are read only when such a plan exists); (c) rows whose interval
-# is unusable, once an hour, through a partial index that is empty on a healthy database; (d) the
-# monitors whose first-check minute this is (one probe of a partial index). Extra
-# candidates cost little: the final WHERE is the authoritative rule of schedule.py.
-def select_due_sql(bad_interval: str, *, lateral: bool = False) -> str:
-    """The due query with the engine's test for a row whose interval has no schedule (it must
-    match that engine's monitors_bad_interval index). One text otherwise: CROSS JOIN without ON
-    (its condition in WHERE) is both SQLite's fixed join order and valid PostgreSQL, except that
-    PostgreSQL's planner, which cannot know how few intervals and candidates there are, is made
-    to look each up through an index with LATERAL (`lateral`; SQLite has no LATERAL), each
-    subquery kept whole by OFFSET 0 (else PostgreSQL flattens it back into a join)."""
-    per_interval = f"""SELECT monitors.id FROM intervals, monitors
-     WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
-       AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)"""
+def bad_interval(usable: str) -> str:
+    """A row whose interval has no schedule (only possible when edited by hand with the schema's
+    CHECK ignored). It is offered to the tick once an hour so the tick can say what is wrong.
+    Must match the monitors_bad_interval index's WHERE to the letter."""
+    return f"NOT ({usable.format(n='interval_sec')}) AND enabled = 1 AND auto_paused = 0"
+
+
+# One query, which reads only indexes for nearly every due monitor and returns (id, effective
+# interval); select_due then reads the rows of the due ones (DUE_ROWS). A monitor may come out
+# of both halves (a first-check minute that is also its phase's), with the same interval.
+#
+# (a) `plain`: most monitors' own interval is at least every plan's floor, so their effective
+#     interval is their own whatever their owner's plan, and they are due exactly when their
+#     indexed phase is this minute's: for each distinct interval (a loose index scan over
+#     monitors_due) the index entries whose phase equals minute % n -- the index holds the
+#     owner too, so owners' maintenance is judged without reading a row.
+# (b) `candidates`, the rest, judged by the whole rule of schedule.py over their rows: the
+#     intervals below the largest floor; monitors whose owner's floor may be above their own
+#     interval -- (b1) for floors up to _SMALL_FLOOR_SEC every monitor below the largest such
+#     floor (an index range: the 1-14 minute monitors, most of them due anyway), (b2) for larger
+#     floors through the owners on them (read only when such a plan exists); (c) rows whose
+#     interval is unusable, once an hour, through a partial index that is empty on a healthy
+#     database; (d) the monitors whose first-check minute this is (one probe of a partial
+#     index). Extra candidates cost little: the final WHERE is the authoritative rule.
+# Maintenance: the monitors and owners in a window now (`held_*`, a few rows, read once).
+# CROSS JOIN fixes SQLite's join order, MATERIALIZED keeps a CTE from being inlined.
+def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> str:
+    """The due query with the engine's test for an interval with a schedule (USABLE_INTERVAL's
+    form). One text otherwise: CROSS JOIN without ON (its condition in WHERE) is both SQLite's
+    fixed join order and valid PostgreSQL, except that PostgreSQL's planner, which cannot know
+    how few intervals and candidates there are, is made to look each up through an index with
+    LATERAL (`lateral`; SQLite has no LATERAL), each subquery kept whole by OFFSET 0 (else
+    PostgreSQL flattens it back into a join). SQLite is told the index of rows with an unusable
+    interval (INDEXED BY): with no statistics it may guess a scan of monitors_due cheaper, and
+    a mismatch with the index's WHERE is then an error, not a silent scan."""
+    usable_n = usable.format(n="intervals.n_sec")
+    plain_interval = f"intervals.n_sec >= top.floor_sec AND {usable_n}"
+    phase = f"{_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)"
+    plain_filter = (
+        "monitors.id NOT IN (SELECT id FROM held_monitors)"
+        " AND (monitors.owner_id IS NULL OR monitors.owner_id NOT IN (SELECT id FROM held_owners))"
+    )
+    plain = f"""SELECT monitors.id, intervals.n_sec FROM intervals CROSS JOIN top CROSS JOIN monitors
+     WHERE {plain_interval} AND monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
+       AND {phase} AND {plain_filter}"""
+    per_interval = f"""SELECT monitors.id FROM intervals CROSS JOIN top CROSS JOIN monitors
+     WHERE NOT ({plain_interval}) AND monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
+       AND {phase}"""
     candidate_row = "CROSS JOIN monitors m"
     if lateral:
-        per_interval = f"""SELECT m.id FROM intervals CROSS JOIN LATERAL (
+        plain = f"""SELECT m.id, intervals.n_sec FROM intervals CROSS JOIN top CROSS JOIN LATERAL (
       SELECT monitors.id FROM monitors
        WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
-         AND {_PHASE_INDEXED} = :minute % (intervals.n_sec / 60) OFFSET 0) m"""
+         AND {phase} AND {plain_filter} OFFSET 0) m
+     WHERE {plain_interval}"""
+        per_interval = f"""SELECT m.id FROM intervals CROSS JOIN top CROSS JOIN LATERAL (
+      SELECT monitors.id FROM monitors
+       WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
+         AND {phase} OFFSET 0) m
+     WHERE NOT ({plain_interval})"""
         candidate_row = "CROSS JOIN LATERAL (SELECT * FROM monitors WHERE monitors.id = c.id OFFSET 0) m"
+    bad = bad_interval(usable)
+    bad_index = "" if lateral else " INDEXED BY monitors_bad_interval"
     return f"""
 WITH RECURSIVE
   df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1),
+  top(floor_sec) AS (SELECT max(min_interval_sec) FROM plans),
   intervals(n_sec) AS (
     SELECT (SELECT min(interval_sec) FROM monitors WHERE enabled = 1 AND auto_paused = 0)
     UNION ALL
     SELECT (SELECT min(interval_sec) FROM monitors
              WHERE enabled = 1 AND auto_paused = 0 AND interval_sec > intervals.n_sec)
       FROM intervals WHERE n_sec IS NOT NULL
+  ),
+  held_monitors(id) AS MATERIALIZED (
+    SELECT monitor_id FROM maintenance_windows
+     WHERE ends_at_ms > :now_ms AND starts_at_ms <= :now_ms AND monitor_id IS NOT NULL
+    UNION
+    SELECT monitor_id FROM maintenance_schedules s WHERE monitor_id IS NOT NULL AND {IN_SCHEDULED_WINDOW}
+  ),
+  held_owners(id) AS MATERIALIZED (
+    SELECT owner_id FROM maintenance_windows
+     WHERE ends_at_ms > :now_ms AND starts_at_ms <= :now_ms AND owner_id IS NOT NULL
+    UNION
+    SELECT owner_id FROM maintenance_schedules s WHERE owner_id IS NOT NULL AND {IN_SCHEDULED_WINDOW}
+  ),
+  plain(id, effective_interval_sec) AS MATERIALIZED (
+    {plain}
   ),
   small(floor_sec) AS (SELECT max(min_interval_sec) FROM plans WHERE min_interval_sec <= {_SMALL_FLOOR_SEC}),
   raised(owner_id, floor_sec) AS MATERIALIZED (
@@ -92,14 +140,13 @@ WITH RECURSIVE
      WHERE df.floor_sec > 60 AND m.owner_id IS NULL AND m.interval_sec < df.floor_sec
        AND m.enabled = 1 AND m.auto_paused = 0
     UNION
-    SELECT id FROM monitors WHERE {bad_interval} AND :minute % 60 = id % 60
+    SELECT id FROM monitors{bad_index} WHERE {bad} AND :minute % 60 = id % 60
     UNION
     SELECT id FROM monitors WHERE {_FIRST_CHECK} AND first_check_minute = :minute
   ),
   due AS (
-    SELECT m.*, {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec,
-           m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,
-           o.id IS NOT NULL AND p.id IS NULL AS plan_missing
+    SELECT m.id, m.interval_sec, m.aligned, m.owner_id, m.first_check_minute, m.enabled, m.auto_paused,
+           {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec
       FROM candidates c
       {candidate_row}
       LEFT JOIN owners o ON o.id = m.owner_id
@@ -107,32 +154,51 @@ WITH RECURSIVE
       CROSS JOIN df
      WHERE m.id = c.id
   )
-SELECT * FROM due
- WHERE (CASE WHEN {bad_interval} THEN :minute % 60 = id % 60
+SELECT id, effective_interval_sec FROM plain
+UNION ALL
+SELECT id, effective_interval_sec FROM due
+ WHERE (CASE WHEN {bad} THEN :minute % 60 = id % 60
              ELSE :minute % (effective_interval_sec / 60)
                   = CASE WHEN aligned = 1 THEN 0 ELSE id % (effective_interval_sec / 60) END
         END
         OR first_check_minute = :minute)
-   AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
-                    WHERE w.monitor_id = due.id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
-   AND NOT EXISTS (SELECT 1 FROM maintenance_windows w
-                    WHERE w.owner_id = due.owner_id AND w.ends_at_ms > :now_ms AND w.starts_at_ms <= :now_ms)
-   AND NOT EXISTS (SELECT 1 FROM maintenance_schedules s WHERE s.monitor_id = due.id AND {IN_SCHEDULED_WINDOW})
-   AND NOT EXISTS (SELECT 1 FROM maintenance_schedules s WHERE s.owner_id = due.owner_id AND {IN_SCHEDULED_WINDOW})
+   AND id NOT IN (SELECT id FROM held_monitors)
+   AND (owner_id IS NULL OR owner_id NOT IN (SELECT id FROM held_owners))
 """
 
 
-SELECT_DUE = select_due_sql(_BAD_INTERVAL)
+SELECT_DUE = select_due_sql()
+
+# The rows of the due monitors (`?`: their ids as a JSON array), with what says a row cannot be
+# used: an owner or a plan that does not exist (hand edits; the foreign keys prevent it).
+DUE_ROWS = (
+    "SELECT m.*, m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,"
+    " o.id IS NOT NULL AND p.id IS NULL AS plan_missing"
+    " FROM json_each(?) j CROSS JOIN monitors m LEFT JOIN owners o ON o.id = m.owner_id"
+    " LEFT JOIN plans p ON p.id = o.plan_id WHERE m.id = j.value"
+)
+
+
+def due_ids(conn: Connection, minute: int, now_ms: int) -> dict[int, int]:
+    """id -> effective interval (seconds) of the monitors due in `minute`, in no order; `now_ms`
+    decides plan expiry and maintenance. The selection itself: indexes only for nearly every
+    due monitor."""
+    rows = conn.execute(statement(conn, "select_due", SELECT_DUE), {"minute": minute, "now_ms": now_ms})
+    return dict(rows)  # each once (see SELECT_DUE)
 
 
 def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any]]:
-    """Rows of the monitors due in `minute`, as dicts in id order; `now_ms` decides plan expiry
-    and maintenance. Rows are not validated here: a hand-edited row may hold anything."""
+    """Rows of the monitors due in `minute`, as dicts in id order, each with its
+    effective_interval_sec; `now_ms` decides plan expiry and maintenance. Rows are not validated
+    here: a hand-edited row may hold anything."""
+    effective = due_ids(conn, minute, now_ms)
+    if not effective:
+        return []
+    rows = dicts(conn, statement(conn, "due_rows", DUE_ROWS), (json.dumps(sorted(effective)),))
+    for row in rows:
+        row["effective_interval_sec"] = effective[row["id"]]
     # sorted here: SQLite would sort whole rows in a temporary B-tree, which costs more
-    return sorted(
-        dicts(conn, statement(conn, "select_due", SELECT_DUE), {"minute": minute, "now_ms": now_ms}),
-        key=lambda row: row["id"],
-    )
+    return sorted(rows, key=lambda row: row["id"])
 
 
 # `?`: the ids as a JSON array (one parameter however many)

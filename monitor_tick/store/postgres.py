@@ -33,7 +33,7 @@ _WRITE_LOCK_KEY = 0x6D6F6E74  # "mont": any constant shared by every monitor-tic
 
 # The row whose interval has no schedule: typed columns hold integers only (see due.py; must
 # match schema_postgres.sql's monitors_bad_interval index).
-_BAD_INTERVAL = "NOT (interval_sec >= 60 AND interval_sec % 60 = 0) AND enabled = 1 AND auto_paused = 0"
+_USABLE_INTERVAL = "{n} >= 60 AND {n} % 60 = 0"  # an integer column: no typeof()
 
 # Statements whose PostgreSQL text differs (db.statement): SQLite's json_each(?) over a JSON
 # array of ids is jsonb_array_elements_text here.
@@ -44,7 +44,13 @@ _IDS = "(SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(? AS J
 _SERVER_NOW_MS = "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
 
 STATEMENTS = {
-    "select_due": select_due_sql(_BAD_INTERVAL, lateral=True),
+    "select_due": select_due_sql(_USABLE_INTERVAL, lateral=True),
+    "due_rows": (
+        "SELECT m.*, m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,"
+        " o.id IS NOT NULL AND p.id IS NULL AS plan_missing"
+        " FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id LEFT JOIN plans p ON p.id = o.plan_id"
+        f" WHERE m.id IN {_IDS}"
+    ),
     "claim_buckets": claim_buckets_sql(_SERVER_NOW_MS),
     # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
     "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
