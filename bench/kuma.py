@@ -1,0 +1,396 @@
+"""CPU per check: monitor-tick against Uptime Kuma 1.23.x, the same HTTP monitors, the same nginx.
+
+    .venv/bin/python bench/kuma.py                  # from the repository root; about 5 minutes
+    .venv/bin/python bench/kuma.py --sizes 100      # one size only
+
+For each size N, N monitors of `http://127.0.0.1:PORT/?m=ID` on bench/nginx.py's nginx:
+
+- monitor-tick: N one-minute monitors in a fresh SQLite file; TICKS consecutive replayed minutes,
+  each a fresh `monitor-tick --db PATH --minute M --retry-delay 0` process, as cron runs it.
+  CPU = ru_utime + ru_stime of each process (os.wait4), peak RSS = the largest ru_maxrss.
+- Uptime Kuma: an already built checkout (env KUMA_DIR, default /work/kuma/uptime-kuma; this
+  repository never holds Kuma or a recipe to build it) runs `node server/server.js` on a fresh
+  data dir with N http monitors at Kuma's minimum interval, 20 s, inserted into its SQLite
+  `monitor` table before the server starts. CPU = utime + stime of the node process
+  (/proc/PID/stat) over a steady window; checks = its heartbeat rows timed in that window; peak
+  RSS = VmHWM. Kuma starts its monitors 0.3-1 s apart (16 minutes for 1,000); a `node -r` preload
+  shortens only that start-up spacing so they start spread over one interval, as they end up
+  after Kuma's own spacing.
+
+Bytes per monitor-day (one check a minute) are the bytes the checks' tables grew by (sqlite's
+dbstat, used bytes of table and index pages): monitor-tick's rollups x 24 (one row per monitor-
+hour; all ticks fall in one hour) plus its per-minute rows (ticks, claims) x 1,440 / N; Kuma's
+heartbeat table and its four indexes per heartbeat row x 1,440.
+
+When Kuma is not there (no server/server.js, node_modules or dist/index.html; no node) or does
+not start, the figure says `skipped: why` and the script still exits 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import nginx  # bench/nginx.py, beside this script
+import run  # bench/run.py: Figure, print_figure, monitor_row, db_with
+
+from monitor_tick import store
+from monitor_tick.core import clock
+
+NUMBER = 9
+KUMA_DIR = Path(os.environ.get("KUMA_DIR", "/work/kuma/uptime-kuma"))
+KUMA_INTERVAL_S = 20  # Kuma's minimum
+TICKS = 5
+SKIP_S = 30  # after Kuma listens: every monitor has started and made its first (important) check
+WINDOW_S = 75
+START_TIMEOUT_S = 60
+
+
+def goal(size: int) -> float:
+    return 10.0 if size >= 1_000 else 3.0
+
+
+# Runs one command and reports its wall time, peak RSS (KiB) and CPU seconds (user + system),
+# from a small launcher (python -S) so that the bench's own RSS is not counted in the child's.
+_LAUNCHER = """
+import os, sys, time
+started = time.perf_counter()
+quiet = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, file_actions=quiet)
+_, status, usage = os.wait4(pid, 0)
+cpu = usage.ru_utime + usage.ru_stime
+print(time.perf_counter() - started, usage.ru_maxrss, cpu, os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_child_cpu(argv: Sequence[str]) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in KiB, CPU seconds) of a fresh process; raises if it fails."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", _LAUNCHER, *argv], capture_output=True, text=True, check=True, timeout=300
+    )
+    wall, peak_kib, cpu, code = done.stdout.split()
+    if int(code) != 0:
+        raise RuntimeError(f"{argv} exited {code}: {done.stderr[-400:]}")
+    return float(wall), int(peak_kib), float(cpu)
+
+
+def used_bytes(path: str | Path) -> dict[str, int]:
+    """Used bytes (page size less unused bytes) of each table and index, from sqlite's dbstat."""
+    conn = sqlite3.connect(path)
+    try:
+        return {
+            name: int(used)
+            for name, used in conn.execute("SELECT name, sum(pgsize - unused) FROM dbstat GROUP BY name")
+        }
+    finally:
+        conn.close()
+
+
+def file_bytes(path: str | Path) -> int:
+    return sum(Path(f"{path}{s}").stat().st_size for s in ("", "-wal") if Path(f"{path}{s}").exists())
+
+
+@dataclass
+class Side:
+    cpu_per_1000_s: float
+    peak_mb: float
+    bytes_per_monitor_day: float
+    checks: int
+
+
+# ---------------------------------------------------------------------------------------------
+# monitor-tick
+
+
+def measure_tick(size: int, port: int) -> Side:
+    rows = [run.monitor_row(i, f"http://127.0.0.1:{port}/?m={i}") for i in range(1, size + 1)]
+    path = run.db_with(f"kuma-mt-{size}.db", rows)
+    before = used_bytes(path)
+    argv = run.monitor_tick_argv()
+    cpu = 0.0
+    peak_kib = 0
+    for k in range(TICKS):  # consecutive minutes of one hour, as cron runs them
+        _, kib, seconds = run_child_cpu([*argv, "--db", path, "--minute", str(run.MINUTE + k), "--retry-delay", "0"])
+        cpu += seconds
+        peak_kib = max(peak_kib, kib)
+    conn = store.open_db(path)
+    report = store.report(conn, clock.minute_start_ms(run.MINUTE), clock.minute_start_ms(run.MINUTE + TICKS))
+    conn.close()  # the last connection checkpoints the WAL into the file
+    checks = sum(r["checks"] for r in report)
+    failures = sum(r["failures"] for r in report)
+    if checks != size * TICKS or failures:
+        raise RuntimeError(f"monitor-tick: {checks} checks, {failures} failures; expected {size * TICKS} up")
+    after = used_bytes(path)
+    grown = {name: after.get(name, 0) - before.get(name, 0) for name in after}
+    per_hour = sum(v for name, v in grown.items() if "rollups" in name)
+    per_minute = sum(v for name, v in grown.items() if "ticks" in name or "claims" in name)
+    per_day = (per_hour * 24 + per_minute / TICKS * 1_440) / size
+    return Side(cpu / checks * 1_000, peak_kib / 1024, per_day, checks)
+
+
+# ---------------------------------------------------------------------------------------------
+# Uptime Kuma
+
+# Loaded with `node -r` before server.js: Kuma's only use of getRandomInt is the 300-1000 ms
+# pause between starting two monitors (server.js startMonitors); this makes the pause average
+# KUMA_BENCH_SPACING_MS instead, so that N monitors start spread over one interval.
+_PRELOAD = """
+const util = require(process.env.KUMA_BENCH_UTIL);
+const spacing = Number(process.env.KUMA_BENCH_SPACING_MS);
+util.getRandomInt = () => Math.floor(Math.random() * 2 * spacing);
+"""
+
+
+def kuma_missing() -> str | None:
+    """Why Kuma cannot run here, or None."""
+    for needed in ("server/server.js", "node_modules", "dist/index.html", "src/util.js"):
+        if not (KUMA_DIR / needed).exists():
+            return f"no {needed} in {KUMA_DIR} (set KUMA_DIR to a built Uptime Kuma 1.23.x)"
+    if shutil.which("node") is None:
+        return "node is not installed"
+    return None
+
+
+def kuma_version() -> str:
+    try:
+        return str(json.loads((KUMA_DIR / "package.json").read_text())["version"])
+    except (OSError, ValueError, KeyError):
+        return "1.23.x"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Kuma:
+    """`node server/server.js` on a data dir and a free loopback port; stop() always ends it."""
+
+    def __init__(self, data_dir: Path, preload: Path | None = None, spacing_ms: float = 0) -> None:
+        self.log = data_dir / f"server-{time.monotonic_ns()}.log"
+        env = {**os.environ, "NODE_ENV": "production"}
+        argv = [shutil.which("node") or "node"]
+        if preload is not None:
+            argv += ["-r", str(preload)]
+            env["KUMA_BENCH_UTIL"] = str(KUMA_DIR / "src" / "util.js")
+            env["KUMA_BENCH_SPACING_MS"] = str(spacing_ms)
+        port = _free_port()
+        argv += ["server/server.js", f"--data-dir={data_dir}/", f"--port={port}", "--host=127.0.0.1"]
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                argv, cwd=KUMA_DIR, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT
+            )
+        self.port = port
+
+    def wait_listening(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"Kuma exited {self.process.returncode}: {self.tail()}")
+            if b"Listening on" in self.log.read_bytes():
+                return
+            time.sleep(0.2)  # a bench waiting for a server it started
+        raise RuntimeError(f"Kuma did not listen within {START_TIMEOUT_S} s: {self.tail()}")
+
+    def tail(self) -> str:
+        lines = self.log.read_text(errors="replace").strip().splitlines()
+        return lines[-1][:200] if lines else "(no output)"
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+    def peak_kib(self) -> int:
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+        raise RuntimeError("no VmHWM")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)  # Kuma's graceful shutdown closes its DB
+            try:
+                self.process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def insert_kuma_monitors(db: Path, size: int, port: int) -> None:
+    """A user (as after setup) and `size` http monitors, as Kuma's add dialog saves them with
+    its defaults (interval 20 s, retry interval = interval, timeout 0.8 x interval, no retries)."""
+    conn = sqlite3.connect(db)
+    try:
+        with conn:
+            conn.execute("INSERT INTO user (id, username, password, active) VALUES (1, 'admin', '!', 1)")
+            conn.executemany(
+                "INSERT INTO monitor (id, name, active, user_id, interval, retry_interval, url, type, method,"
+                " maxretries, timeout, accepted_statuscodes_json)"
+                " VALUES (?, ?, 1, 1, ?, ?, ?, 'http', 'GET', 0, ?, '[\"200-299\"]')",
+                [
+                    (
+                        i,
+                        f"m{i}",
+                        KUMA_INTERVAL_S,
+                        KUMA_INTERVAL_S,
+                        f"http://127.0.0.1:{port}/?m={i}",
+                        KUMA_INTERVAL_S * 0.8,
+                    )
+                    for i in range(1, size + 1)
+                ],
+            )
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    finally:
+        conn.close()
+
+
+def _sql_time(epoch_s: float) -> str:
+    """Kuma's heartbeat.time format: UTC 'YYYY-MM-DD HH:MM:SS.mmm'."""
+    return datetime.fromtimestamp(epoch_s, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:23]
+
+
+class KumaSkipped(Exception):
+    """Kuma did not start, stopped, or did not check every monitor up: the figure is skipped."""
+
+
+def measure_kuma(size: int, port: int, window_s: float) -> Side:
+    try:
+        return _measure_kuma(size, port, window_s)
+    except (RuntimeError, OSError, sqlite3.Error, subprocess.SubprocessError) as e:
+        raise KumaSkipped(f"Kuma: {e}") from e
+
+
+def _measure_kuma(size: int, port: int, window_s: float) -> Side:
+    with tempfile.TemporaryDirectory(prefix="monitor-tick-kuma-") as tmp:
+        data = Path(tmp)
+        preload = data / "spread-start.js"
+        preload.write_text(_PRELOAD)
+        first = Kuma(data)  # creates and migrates kuma.db; no monitors yet
+        try:
+            first.wait_listening()
+        finally:
+            first.stop()
+        db = data / "kuma.db"
+        insert_kuma_monitors(db, size, port)
+        before = used_bytes(db)
+        kuma = Kuma(data, preload, spacing_ms=KUMA_INTERVAL_S * 1000 / size)
+        try:
+            kuma.wait_listening()
+            time.sleep(SKIP_S)
+            if kuma.process.poll() is not None:
+                raise RuntimeError(f"Kuma exited {kuma.process.returncode}: {kuma.tail()}")
+            start_wall, start_cpu = time.time(), kuma.cpu_s()
+            time.sleep(window_s)
+            end_wall, end_cpu = time.time(), kuma.cpu_s()
+            peak_kib = kuma.peak_kib()
+        finally:
+            kuma.stop()
+        conn = sqlite3.connect(db)
+        try:
+            window = (_sql_time(start_wall), _sql_time(end_wall))
+            checks, up, monitors = conn.execute(
+                "SELECT count(*), coalesce(sum(status = 1), 0), count(DISTINCT monitor_id)"
+                " FROM heartbeat WHERE time >= ? AND time < ?",
+                window,
+            ).fetchone()
+            total_beats = conn.execute("SELECT count(*) FROM heartbeat").fetchone()[0]
+        finally:
+            conn.close()
+        if not checks or up != checks or monitors != size:
+            raise RuntimeError(f"Kuma: {checks} checks in the window, {up} up, of {monitors}/{size} monitors")
+        after = used_bytes(db)
+        heartbeat_names = ("heartbeat", "monitor_id", "important", "monitor_time_index", "monitor_important_time_index")
+        grown = sum(after.get(n, 0) - before.get(n, 0) for n in heartbeat_names)
+        return Side((end_cpu - start_cpu) / checks * 1_000, peak_kib / 1024, grown / total_beats * 1_440, checks)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def kuma_figure(sizes: Sequence[int] = (100, 1_000), window_s: float = WINDOW_S) -> run.Figure | str:
+    """The figure, or the one-line reason it was skipped."""
+    missing = kuma_missing()
+    if missing:
+        return missing
+    results: list[tuple[int, Side, Side]] = []
+    with ExitStack() as stack:
+        try:
+            server = stack.enter_context(nginx.nginx_server())
+        except RuntimeError as e:  # nginx is not installed or would not start
+            return f"nginx: {e}"
+        try:
+            for size in sizes:  # one heavy thing at a time: monitor-tick, then Kuma
+                tick = measure_tick(size, server.port)
+                kuma = measure_kuma(size, server.port, window_s)
+                results.append((size, tick, kuma))
+        except KumaSkipped as e:
+            return str(e).splitlines()[0][:300]
+    version = kuma_version()
+    notes = []
+    passed = True
+    for size, tick, kuma in results:
+        ratio = kuma.cpu_per_1000_s / tick.cpu_per_1000_s
+        ok = ratio >= goal(size)
+        passed &= ok
+        notes.append(
+            f"{size:,} monitors: ratio {ratio:.1f}x goal >= {goal(size):.0f}x {'PASS' if ok else 'MISS'}; "
+            f"monitor-tick {tick.cpu_per_1000_s:.2f} s / 1,000 checks, {tick.peak_mb:.0f} MB peak, "
+            f"{tick.bytes_per_monitor_day:,.0f} B/monitor-day; "
+            f"Kuma {kuma.cpu_per_1000_s:.2f} s / 1,000 checks, {kuma.peak_mb:.0f} MB peak, "
+            f"{kuma.bytes_per_monitor_day:,.0f} B/monitor-day ({kuma.checks:,} checks in {window_s:.0f} s)"
+        )
+    notes += [
+        f"monitor-tick: {TICKS} consecutive 1-minute ticks, each a fresh `monitor-tick --minute` process "
+        "(interpreter start-up included); CPU of the processes (wait4)",
+        f"Kuma {version}: monitors every {KUMA_INTERVAL_S} s (its minimum), node's CPU over a {window_s:.0f} s "
+        f"window from {SKIP_S} s after it listens, per heartbeat in the window; start-up spacing shortened "
+        "(node -r preload); per-check CPU is what is compared, not per-minute",
+        "B/monitor-day: dbstat used bytes, monitor-tick rollups x 24 + ticks/claims rows x 1,440 / N; "
+        "Kuma heartbeat table + indexes per row x 1,440",
+        "both against nginx on 127.0.0.1 (bench/nginx.py, keepalive off: a fresh connection per check)",
+    ]
+    size, tick, kuma = results[-1]
+    return run.Figure(
+        NUMBER,
+        f"CPU per check vs Uptime Kuma {version}",
+        f"monitor-tick {tick.cpu_per_1000_s:.2f} s / 1,000 checks at {size:,}",
+        f"Kuma {kuma.cpu_per_1000_s:.2f} s",
+        kuma.cpu_per_1000_s / tick.cpu_per_1000_s,
+        " and ".join(f">= {goal(s):.0f}x at {s:,}" for s, _, _ in results),
+        passed,
+        notes,
+    )
+
+
+def main(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="100,1000", help="monitor counts, comma-separated (default 100,1000)")
+    parser.add_argument("--window", type=float, default=WINDOW_S, help="Kuma's measured window in seconds")
+    args = parser.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    started = time.perf_counter()
+    figure = kuma_figure(sizes, args.window)
+    if isinstance(figure, str):
+        print(f"\n{NUMBER}. CPU per check vs Uptime Kuma {kuma_version()}  skipped: {figure}")
+    else:
+        run.print_figure(figure, time.perf_counter() - started)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
