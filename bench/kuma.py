@@ -48,10 +48,7 @@ from pathlib import Path
 import nginx  # bench/nginx.py, beside this script
 import run  # bench/run.py: Figure, print_figure, monitor_row, db_with
 
-from monitor_tick import store
-from monitor_tick.core import clock
-
-NUMBER = 9
+NUMBER = 10
 KUMA_DIR = Path(os.environ.get("KUMA_DIR", "/work/kuma/uptime-kuma"))
 KUMA_INTERVAL_S = 20  # Kuma's minimum
 TICKS = 5
@@ -62,30 +59,6 @@ START_TIMEOUT_S = 60
 
 def goal(size: int) -> float:
     return 10.0 if size >= 1_000 else 3.0
-
-
-# Runs one command and reports its wall time, peak RSS (KiB) and CPU seconds (user + system),
-# from a small launcher (python -S) so that the bench's own RSS is not counted in the child's.
-_LAUNCHER = """
-import os, sys, time
-started = time.perf_counter()
-quiet = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
-pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, file_actions=quiet)
-_, status, usage = os.wait4(pid, 0)
-cpu = usage.ru_utime + usage.ru_stime
-print(time.perf_counter() - started, usage.ru_maxrss, cpu, os.waitstatus_to_exitcode(status))
-"""
-
-
-def run_child_cpu(argv: Sequence[str]) -> tuple[float, int, float]:
-    """(wall seconds, peak RSS in KiB, CPU seconds) of a fresh process; raises if it fails."""
-    done = subprocess.run(
-        [sys.executable, "-S", "-c", _LAUNCHER, *argv], capture_output=True, text=True, check=True, timeout=300
-    )
-    wall, peak_kib, cpu, code = done.stdout.split()
-    if int(code) != 0:
-        raise RuntimeError(f"{argv} exited {code}: {done.stderr[-400:]}")
-    return float(wall), int(peak_kib), float(cpu)
 
 
 def used_bytes(path: str | Path) -> dict[str, int]:
@@ -124,16 +97,13 @@ def measure_tick(size: int, port: int) -> Side:
     cpu = 0.0
     peak_kib = 0
     for k in range(TICKS):  # consecutive minutes of one hour, as cron runs them
-        _, kib, seconds = run_child_cpu([*argv, "--db", path, "--minute", str(run.MINUTE + k), "--retry-delay", "0"])
+        _, kib, seconds = run.run_child_usage(
+            [*argv, "--db", path, "--minute", str(run.MINUTE + k), "--retry-delay", "0"]
+        )
         cpu += seconds
         peak_kib = max(peak_kib, kib)
-    conn = store.open_db(path)
-    report = store.report(conn, clock.minute_start_ms(run.MINUTE), clock.minute_start_ms(run.MINUTE + TICKS))
-    conn.close()  # the last connection checkpoints the WAL into the file
-    checks = sum(r["checks"] for r in report)
-    failures = sum(r["failures"] for r in report)
-    if checks != size * TICKS or failures:
-        raise RuntimeError(f"monitor-tick: {checks} checks, {failures} failures; expected {size * TICKS} up")
+    run.assert_all_up(path, size, TICKS)  # (its last connection checkpoints the WAL into the file)
+    checks = size * TICKS
     after = used_bytes(path)
     grown = {name: after.get(name, 0) - before.get(name, 0) for name in after}
     per_hour = sum(v for name, v in grown.items() if "rollups" in name)
