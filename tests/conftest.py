@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import compileall
 import sqlite3
 import subprocess
 import sys
@@ -9,9 +10,18 @@ from pathlib import Path
 import httpx
 import pytest
 
+import monitor_tick
 from monitor_tick import store
 from monitor_tick.probes import draft_monitor
 from tests.postgres import Server, running_server
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the package once. The tests run `monitor-tick` as a fresh process hundreds of
+    times; where PYTHONDONTWRITEBYTECODE is set (as on some CI machines) no such process saves
+    what it compiled, so each would compile the whole package again (about 0.3 s here). `pip
+    install .` compiles at install; an editable install does not."""
+    compileall.compile_dir(Path(monitor_tick.__file__).parent, quiet=1)
 
 
 @pytest.fixture(scope="session")
