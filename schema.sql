@@ -104,12 +104,14 @@ CREATE TABLE monitors (
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match
--- store.SELECT_DUE to the letter, or SQLite silently falls back to a scan. The owner is in it so
--- that most due monitors are selected, owners' maintenance included, without reading a row.
+-- store.SELECT_DUE to the letter, or SQLite silently falls back to a scan. The owner and aligned
+-- are in it so that most due monitors are selected, owners' plans and maintenance included,
+-- without reading a row.
 CREATE INDEX monitors_due ON monitors (
     interval_sec,
     (CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END),
-    owner_id
+    owner_id,
+    aligned
 ) WHERE enabled = 1 AND auto_paused = 0;
 -- Monitors due in their first-check minute (see first_check_minute), one index probe a tick.
 CREATE INDEX monitors_first_check ON monitors (first_check_minute)

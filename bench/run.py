@@ -612,6 +612,20 @@ def timed_ticks(template: str, runs: int, extra_env: dict[str, str] | None = Non
     return measured
 
 
+# The floor of a small tick with httpx as its HTTP library: 10 GETs through one httpx.AsyncClient
+# and nothing else (no database, no monitor-tick), with httpx's command-line client left out as
+# the tick leaves it out (monitor_tick/__init__.py).
+_HTTPX_FLOOR = """
+import sys
+sys.modules["httpx._main"] = None
+import asyncio, httpx
+async def main(url):
+    async with httpx.AsyncClient() as client:
+        await asyncio.gather(*(client.get(f"{url}?m={i}") for i in range(10)))
+asyncio.run(main(sys.argv[1]))
+"""
+
+
 def small_tick() -> Figure:
     """10 due HTTP monitors against nginx vs the idle tick of the same 10 monitors, paused."""
     count = 10
@@ -623,14 +637,16 @@ def small_tick() -> Figure:
         idle_runs: list[tuple[float, int]] = []
         due_runs: list[tuple[float, int]] = []
         tls_runs: list[tuple[float, int]] = []
-        for _ in range(SMALL_RUNS):  # interleaved, so that all three see the same machine
+        floor_runs: list[tuple[float, int]] = []
+        for _ in range(SMALL_RUNS):  # interleaved, so that all four see the same machine
             idle_runs += timed_ticks(paused, 1)
             due_runs += timed_ticks(due, 1)
             tls_runs += timed_ticks(mixed, 1, {"SSL_CERT_FILE": server.ca_file})
+            floor_runs.append(run_child([sys.executable, "-c", _HTTPX_FLOOR, http_url]))
     for template in (due, mixed):  # the last copy of each: every check came back up
         assert_all_up(copy_of(template), count)
-    idle_s, due_s, tls_s = (median([w for w, _ in runs]) for runs in (idle_runs, due_runs, tls_runs))
-    due_mb, tls_mb = (median([k for _, k in runs]) / 1024 for runs in (due_runs, tls_runs))
+    idle_s, due_s, tls_s, floor_s = (median([w for w, _ in r]) for r in (idle_runs, due_runs, tls_runs, floor_runs))
+    due_mb, tls_mb, floor_mb = (median([k for _, k in r]) / 1024 for r in (due_runs, tls_runs, floor_runs))
     ratio = due_s / idle_s
     return Figure(
         8,
@@ -645,6 +661,8 @@ def small_tick() -> Figure:
             "idle: the same 10 monitors paused",
             f"half of them https:// (local nginx, a test CA through SSL_CERT_FILE): {tls_s * 1000:.0f} ms "
             f"= {tls_s / idle_s:.2f}x idle, {tls_mb:.1f} MB (no goal yet)",
+            f"the floor, 10 GETs through one httpx.AsyncClient in a bare script: {floor_s * 1000:.0f} ms "
+            f"= {floor_s / idle_s:.2f}x idle, {floor_mb:.1f} MB",
         ],
     )
 

@@ -217,7 +217,8 @@ def test_the_due_query_reads_candidates_through_indexes(conn: sqlite3.Connection
     # the plain half and the rest's short intervals, each walked interval by interval
     assert details.count("SEARCH monitors USING INDEX monitors_due (interval_sec=? AND <expr>=?)") == 2, text
     assert "SEARCH m USING INDEX monitors_owner (owner_id=? AND interval_sec<?)" in text, text
-    assert "SEARCH m USING INDEX monitors_due (interval_sec<?)" in text, text  # floors up to 15 minutes
+    # floors up to 15 minutes: the monitors below the largest, one range of the index
+    assert "SEARCH m USING INDEX monitors_due (interval_sec>? AND interval_sec<?)" in text, text
     assert "SEARCH monitors USING INDEX monitors_first_check (first_check_minute=?)" in text, text
     # who is in maintenance now: the windows that have not ended, read once for the whole query
     assert details.count("SEARCH maintenance_windows USING INDEX maintenance_by_end (ends_at_ms>?)") == 2, text
@@ -239,6 +240,7 @@ def test_the_due_query_reads_candidates_through_indexes(conn: sqlite3.Connection
         "c",
         "s",
         "plain",
+        "short",
         "held_monitors",
         "held_owners",
         "CONSTANT",

@@ -40,21 +40,23 @@ def bad_interval(usable: str) -> str:
 
 # One query, which reads only indexes for nearly every due monitor and returns (id, effective
 # interval); select_due then reads the rows of the due ones (DUE_ROWS). A monitor may come out
-# of both halves (a first-check minute that is also its phase's), with the same interval.
+# of more than one part (a first-check minute that is also its phase's), with the same interval.
 #
 # (a) `plain`: most monitors' own interval is at least every plan's floor, so their effective
 #     interval is their own whatever their owner's plan, and they are due exactly when their
 #     indexed phase is this minute's: for each distinct interval (a loose index scan over
 #     monitors_due) the index entries whose phase equals minute % n -- the index holds the
 #     owner too, so owners' maintenance is judged without reading a row.
-# (b) `candidates`, the rest, judged by the whole rule of schedule.py over their rows: the
-#     intervals below the largest floor; monitors whose owner's floor may be above their own
-#     interval -- (b1) for floors up to _SMALL_FLOOR_SEC every monitor below the largest such
-#     floor (an index range: the 1-14 minute monitors, most of them due anyway), (b2) for larger
-#     floors through the owners on them (read only when such a plan exists); (c) rows whose
-#     interval is unusable, once an hour, through a partial index that is empty on a healthy
-#     database; (d) the monitors whose first-check minute this is (one probe of a partial
-#     index). Extra candidates cost little: the final WHERE is the authoritative rule.
+# (b) `short`: for plan floors up to _SMALL_FLOOR_SEC, every monitor below the largest such floor
+#     (an index range: the 1-14 minute monitors, most of them due anyway), judged by the whole
+#     rule from the index entry and the owner's plan (monitors_due holds aligned, too).
+# (c) `candidates`, the rest, judged by the whole rule of schedule.py over their rows: the
+#     intervals that neither (a) nor (b) read; monitors whose owner's floor is above
+#     _SMALL_FLOOR_SEC, through the owners on such plans (read only when such a plan exists);
+#     monitors without an owner below the default plan's floor; rows whose interval is unusable,
+#     once an hour, through a partial index that is empty on a healthy database; the monitors
+#     whose first-check minute this is (one probe of a partial index). Extra candidates cost
+#     little: the final WHERE is the authoritative rule.
 # Maintenance: the monitors and owners in a window now (`held_*`, a few rows, read once).
 # CROSS JOIN fixes SQLite's join order, MATERIALIZED keeps a CTE from being inlined.
 def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> str:
@@ -68,6 +70,8 @@ def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> s
     a mismatch with the index's WHERE is then an error, not a silent scan."""
     usable_n = usable.format(n="intervals.n_sec")
     plain_interval = f"intervals.n_sec >= top.floor_sec AND {usable_n}"
+    # the intervals `short` reads whole (below the largest small floor), or `plain`
+    taken = f"({plain_interval} OR coalesce(small.floor_sec > 60 AND intervals.n_sec < small.floor_sec, FALSE))"
     phase = f"{_PHASE_INDEXED} = :minute % (intervals.n_sec / 60)"
     plain_filter = (
         "monitors.id NOT IN (SELECT id FROM held_monitors)"
@@ -76,8 +80,8 @@ def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> s
     plain = f"""SELECT monitors.id, intervals.n_sec FROM intervals CROSS JOIN top CROSS JOIN monitors
      WHERE {plain_interval} AND monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
        AND {phase} AND {plain_filter}"""
-    per_interval = f"""SELECT monitors.id FROM intervals CROSS JOIN top CROSS JOIN monitors
-     WHERE NOT ({plain_interval}) AND monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
+    per_interval = f"""SELECT monitors.id FROM intervals CROSS JOIN top CROSS JOIN small CROSS JOIN monitors
+     WHERE NOT {taken} AND monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
        AND {phase}"""
     candidate_row = "CROSS JOIN monitors m"
     if lateral:
@@ -86,11 +90,11 @@ def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> s
        WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
          AND {phase} AND {plain_filter} OFFSET 0) m
      WHERE {plain_interval}"""
-        per_interval = f"""SELECT m.id FROM intervals CROSS JOIN top CROSS JOIN LATERAL (
+        per_interval = f"""SELECT m.id FROM intervals CROSS JOIN top CROSS JOIN small CROSS JOIN LATERAL (
       SELECT monitors.id FROM monitors
        WHERE monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
          AND {phase} OFFSET 0) m
-     WHERE NOT ({plain_interval})"""
+     WHERE NOT {taken}"""
         candidate_row = "CROSS JOIN LATERAL (SELECT * FROM monitors WHERE monitors.id = c.id OFFSET 0) m"
     bad = bad_interval(usable)
     bad_index = "" if lateral else " INDEXED BY monitors_bad_interval"
@@ -98,6 +102,7 @@ def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> s
 WITH RECURSIVE
   df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1),
   top(floor_sec) AS (SELECT max(min_interval_sec) FROM plans),
+  small(floor_sec) AS (SELECT max(min_interval_sec) FROM plans WHERE min_interval_sec <= {_SMALL_FLOOR_SEC}),
   intervals(n_sec) AS (
     SELECT (SELECT min(interval_sec) FROM monitors WHERE enabled = 1 AND auto_paused = 0)
     UNION ALL
@@ -120,17 +125,24 @@ WITH RECURSIVE
   plain(id, effective_interval_sec) AS MATERIALIZED (
     {plain}
   ),
-  small(floor_sec) AS (SELECT max(min_interval_sec) FROM plans WHERE min_interval_sec <= {_SMALL_FLOOR_SEC}),
+  short(id, effective_interval_sec) AS MATERIALIZED (
+    SELECT m.id, {greatest("m.interval_sec", FLOOR)}
+      FROM small CROSS JOIN monitors m
+      LEFT JOIN owners o ON o.id = m.owner_id
+      LEFT JOIN plans p ON p.id = o.plan_id
+      CROSS JOIN df
+     WHERE small.floor_sec > 60 AND m.interval_sec < small.floor_sec AND m.enabled = 1 AND m.auto_paused = 0
+       AND {usable.format(n="m.interval_sec")}
+       AND :minute % ({greatest("m.interval_sec", FLOOR)} / 60)
+           = CASE WHEN m.aligned = 1 THEN 0 ELSE m.id % ({greatest("m.interval_sec", FLOOR)} / 60) END
+       AND {plain_filter.replace("monitors.", "m.")}
+  ),
   raised(owner_id, floor_sec) AS MATERIALIZED (
     SELECT o.id, {FLOOR} FROM owners o LEFT JOIN plans p ON p.id = o.plan_id, df
      WHERE (SELECT max(min_interval_sec) FROM plans) > {_SMALL_FLOOR_SEC}
   ),
   candidates(id) AS MATERIALIZED (
     {per_interval}
-    UNION
-    SELECT m.id FROM small CROSS JOIN monitors m
-     WHERE small.floor_sec > 60 AND m.interval_sec < small.floor_sec
-       AND m.enabled = 1 AND m.auto_paused = 0
     UNION
     SELECT m.id FROM raised r CROSS JOIN monitors m
      WHERE m.owner_id = r.owner_id AND r.floor_sec > {_SMALL_FLOOR_SEC} AND m.interval_sec < r.floor_sec
@@ -155,6 +167,8 @@ WITH RECURSIVE
      WHERE m.id = c.id
   )
 SELECT id, effective_interval_sec FROM plain
+UNION ALL
+SELECT id, effective_interval_sec FROM short
 UNION ALL
 SELECT id, effective_interval_sec FROM due
  WHERE (CASE WHEN {bad} THEN :minute % 60 = id % 60
