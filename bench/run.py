@@ -347,7 +347,7 @@ def idle() -> Figure:
 
 # (period in minutes, share of monitors): about 1.2% of monitors are due in a typical minute
 SELECT_MIX = [(1, 0.001), (5, 0.005), (15, 0.03), (30, 0.05), (60, 0.30), (360, 0.20), (720, 0.15), (1_440, 0.264)]
-SELECT_DB_VERSION = 2  # 2: schema 12 (monitors_due holds the owner)
+SELECT_DB_VERSION = 3  # 3: schema 12 (monitors_due holds the owner and aligned)
 
 
 def selection_db(count: int) -> str:

@@ -27,8 +27,8 @@ import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import ModuleType
 
-import httptools
 import httpx
 
 from monitor_tick.core.model import Monitor
@@ -74,7 +74,7 @@ class Call(asyncio.Protocol):
         self._keep = keep
         self._limit = limit
         self._read_body = read_body
-        self._parser = httptools.HttpResponseParser(self)
+        self._parser = _httptools().HttpResponseParser(self)
         self._transport: asyncio.Transport | None = None
         self._wire = b""
         self._headers_done = False
@@ -123,6 +123,7 @@ class Call(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._done.done():
             return
+        httptools = _httptools()
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserCallbackError as exc:
@@ -197,6 +198,13 @@ def parsed(url: str) -> httpx.URL:
     """httpx's parse of a monitor's URL, once per tick for the row check and the request both
     (httpx parses in pure Python; raises httpx.InvalidURL)."""
     return httpx.URL(url)
+
+
+def _httptools() -> ModuleType:
+    # deferred: a small tick never goes on the wire, and need not load the parser (0.4 MB)
+    import httptools
+
+    return httptools
 
 
 def takes(monitor: Monitor, url: httpx.URL) -> bool:
