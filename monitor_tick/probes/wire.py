@@ -28,6 +28,7 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
+from typing import Any
 
 import httpx
 
@@ -74,7 +75,7 @@ class Call(asyncio.Protocol):
         self._keep = keep
         self._limit = limit
         self._read_body = read_body
-        self._parser = _httptools().HttpResponseParser(self)
+        self._parser: Any = _httptools().HttpResponseParser(self)
         self._transport: asyncio.Transport | None = None
         self._wire = b""
         self._headers_done = False
@@ -114,6 +115,7 @@ class Call(asyncio.Protocol):
         finally:
             if self._transport is not None:  # now: no TLS close_notify to wait for, no socket left
                 self._transport.abort()
+            self._parser = None  # it refers back to us: without it, we are freed at once
 
     # asyncio's side
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -125,7 +127,7 @@ class Call(asyncio.Protocol):
             return
         httptools = _httptools()
         try:
-            self._parser.feed_data(data)
+            self._parser.feed_data(data)  # not None: set to None only once done
         except httptools.HttpParserCallbackError as exc:
             handed = isinstance(exc.__context__, _Handed)
             self._fail(_Handed() if handed else httpx.RemoteProtocolError(f"invalid response: {exc}"))
