@@ -195,13 +195,15 @@ def test_a_transport_handed_in_is_the_one_used_so_respxs_mock_sees_requests(
     assert asyncio.run(main()).status == "up" and route.call_count == 1
 
 
+@pytest.mark.parametrize("fast", [False, True], ids=["httpx", "wire"])
 @pytest.mark.parametrize("cut", ["deadline", "budget"])
-def test_httpxs_own_transport_closes_its_socket_when_a_probe_ends_mid_handshake(
-    monkeypatch: pytest.MonkeyPatch, cut: str
+def test_a_probe_that_ends_mid_handshake_leaves_no_socket_open(
+    monkeypatch: pytest.MonkeyPatch, cut: str, fast: bool
 ) -> None:
-    """A small tick's transport (httpx's own): a probe that reaches its deadline, or is cut off by
-    the tick's budget, while the peer never answers the TLS handshake leaves no socket open.
-    (httpcore closes the socket when a handshake fails, but not when it is cancelled.)"""
+    """Through httpx's own transport (a small tick's) and straight on the wire (a large tick's):
+    a probe that reaches its deadline, or is cut off by the tick's budget, while the peer never
+    answers the TLS handshake leaves no socket open. (httpcore closes the socket when a
+    handshake fails, but not when it is cancelled.)"""
     unclosed: list[str] = []  # an unclosed socket or transport says so when it is collected
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: unclosed.append(str(unraisable.exc_value)))
     with socket.socket() as listener:  # the kernel completes the connection; nobody answers
@@ -210,12 +212,14 @@ def test_httpxs_own_transport_closes_its_socket_when_a_probe_ends_mid_handshake(
         url = f"https://127.0.0.1:{listener.getsockname()[1]}/"
 
         async def main() -> ProbeResult | None:
-            transport = httpx_transport(ssl.create_default_context(), httpx.Limits(max_connections=None))
+            context = ssl.create_default_context()
+            transport = httpx_transport(context, httpx.Limits(max_connections=None))
             async with make_client(10, transport) as client:
+                ctx = ProbeContext(client, 0, context, fast=fast)
                 if cut == "deadline":
-                    return await probe_http(monitor(url, timeout_s=SHORT_S, retries=0), client, 0)
+                    return await probe_http(monitor(url, timeout_s=SHORT_S, retries=0), client, 0, ctx)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(probe_http(monitor(url, timeout_s=20, retries=0), client, 0), SHORT_S)
+                    await asyncio.wait_for(probe_http(monitor(url, timeout_s=20, retries=0), client, 0, ctx), SHORT_S)
                 return None
 
         result = asyncio.run(main())
@@ -252,6 +256,26 @@ async def _body_until_close(reader: asyncio.StreamReader, writer: asyncio.Stream
     """Neither Content-Length nor chunked: the body ends when the connection does."""
     writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nall good until close")
     await writer.drain()
+
+
+async def _headers_without_end(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str
+) -> None:
+    """A status line, then one header whose value never ends (64 KiB at a time, at most 16 MiB),
+    and the connection held open until the client closes it."""
+    writer.write(b"HTTP/1.1 200 OK\r\nX-Endless: ")
+    for _ in range(256):
+        writer.write(b"a" * 65_536)
+        await writer.drain()
+    await reader.read()
+
+
+def test_headers_without_end_are_a_protocol_error_through_either_path(server: LocalServer) -> None:
+    """h11 (httpx's parser) refuses a head over 16 KiB; the fast path does too, and holds no
+    more of it than that."""
+    server.route("/endless-header", _headers_without_end)
+    default, fast = probe_both(monitor(server.url("/endless-header"), timeout_s=5, retries=0))
+    assert fast == default == ProbeResult("down", None, None, "protocol error")
 
 
 def test_redirects_compressed_bodies_for_keywords_and_head_go_through_httpx(server: LocalServer) -> None:

@@ -40,6 +40,9 @@ from monitor_tick.probes import request
 _ACCEPT = [(b"Accept", b"*/*"), (b"Accept-Encoding", b"identity"), (b"Connection", b"close")]
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 HAPPY_EYEBALLS_DELAY_S = 0.25  # as anyio (httpx's own transport) tries a host's next address
+# The most a response's status line and headers may take, as h11 (httpx's parser) allows: a
+# peer that sends headers without end is a protocol error, and is not held in memory.
+MAX_HEAD_BYTES = 16 * 1024
 
 
 def proxied() -> bool:
@@ -79,6 +82,7 @@ class Call(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._wire = b""
         self._headers_done = False
+        self._head_bytes = 0
         self._until_eof = True  # neither Content-Length nor chunked: the body ends with the connection
         self.status: int | None = None
         self._answer: Answer | None = None
@@ -126,6 +130,8 @@ class Call(asyncio.Protocol):
         if self._done.done():
             return
         httptools = _httptools()
+        if not self._headers_done:
+            self._head_bytes += len(data)
         try:
             self._parser.feed_data(data)  # not None: set to None only once done
         except httptools.HttpParserCallbackError as exc:
@@ -135,6 +141,9 @@ class Call(asyncio.Protocol):
             self._fail(_Handed())
         except httptools.HttpParserError as exc:
             self._fail(httpx.RemoteProtocolError(f"invalid response: {exc}"))
+        else:
+            if not self._headers_done and self._head_bytes > MAX_HEAD_BYTES:
+                self._fail(httpx.RemoteProtocolError("the response's headers are too large"))
 
     def eof_received(self) -> bool | None:
         self._ended(None)
