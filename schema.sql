@@ -1,4 +1,4 @@
--- monitor-tick schema, version 11 (PRAGMA user_version = 11; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 12 (PRAGMA user_version = 12; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made

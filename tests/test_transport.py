@@ -8,10 +8,11 @@ import asyncio
 import contextlib
 import gc
 import gzip
+import os
 import socket
 import ssl
 import sys
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 
 import httpx
 import pytest
@@ -232,13 +233,13 @@ def test_a_probe_that_ends_mid_handshake_leaves_no_socket_open(
 def test_a_large_tick_takes_the_fast_path_unless_a_transport_a_guard_or_a_proxy_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    for name in wire.PROXY_VARIABLES:
-        monkeypatch.delenv(name, raising=False)
+    for name in [name for name in os.environ if name.lower() in wire.PROXY_VARIABLES]:
+        monkeypatch.delenv(name)
     large, small = fanout.FAST_PATH_FROM, fanout.FAST_PATH_FROM - 1
     assert fanout.fast_path(large, None, None) and not fanout.fast_path(small, None, None)
     assert not fanout.fast_path(large, respx_transport(), None)
     assert not fanout.fast_path(large, None, AddressGuard())
-    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:3128")
+    monkeypatch.setenv("Https_Proxy", "http://127.0.0.1:3128")  # any case, as httpx reads it
     assert not fanout.fast_path(large, None, None)
 
 
@@ -268,6 +269,46 @@ async def _headers_without_end(
         writer.write(b"a" * 65_536)
         await writer.drain()
     await reader.read()
+
+
+def _raw(response: bytes) -> Callable[..., Awaitable[None]]:
+    """A handler that answers with exactly these bytes, then closes."""
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+        writer.write(response)
+        await writer.drain()
+
+    return handler
+
+
+# Responses httptools and h11 (httpx's parser) read differently: the fast path hands each to httpx
+SLOPPY = {
+    "bare-lf": b"HTTP/1.1 200 OK\nContent-Length: 2\nConnection: close\n\nok",
+    "length-twice": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok",
+    "length-and-chunked": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+    "identity-coding": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\nok",
+    "folded-header": b"HTTP/1.1 200 OK\r\nX-A: one\r\n two\r\nContent-Length: 2\r\n\r\nok",
+    "endless-trailer": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: " + b"t" * 300_000,
+}
+
+
+@pytest.mark.parametrize("name", SLOPPY)
+def test_responses_the_two_parsers_read_differently_are_judged_as_httpx_judges_them(
+    server: LocalServer, name: str
+) -> None:
+    server.route(f"/sloppy-{name}", _raw(SLOPPY[name]))
+    default, fast = probe_both(monitor(server.url(f"/sloppy-{name}"), timeout_s=5, retries=0))
+    assert fast == default, name
+
+
+def test_only_a_get_without_a_body_goes_on_the_wire(server: LocalServer) -> None:
+    """A response handed to httpx means the request is sent again: never a POST's side effect twice."""
+    for method, body in (("POST", "x=1"), ("PUT", None), ("DELETE", None), ("GET", "x")):
+        before = len(server.requests)
+        default, fast = probe_both(monitor(server.url("/redirect/1"), method=method, body=body, retries=0))
+        assert fast == default, method
+        # each path: the request, then the redirected GET httpx makes
+        assert [r.path for r in server.requests[before:]] == ["/redirect/1", "/ok"] * 2, method
 
 
 def test_headers_without_end_are_a_protocol_error_through_either_path(server: LocalServer) -> None:

@@ -18,6 +18,7 @@ import base64
 import os
 import re
 import ssl
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -96,10 +97,33 @@ class DefaultTrust(ssl.SSLContext):
 
     def __init__(self) -> None:
         self._loaded = False
+        self._failed: BaseException | None = None
+        # as ssl.create_default_context sets them (httpx's context is one)
+        if sys.version_info >= (3, 13):
+            self.verify_flags |= ssl.VERIFY_X509_STRICT | ssl.VERIFY_X509_PARTIAL_CHAIN
+        if os.environ.get("SSLKEYLOGFILE"):
+            self.keylog_filename = os.environ["SSLKEYLOGFILE"]
+        # a CA setting that names nothing fails the tick at its start, as httpx's context would
+        # (a file that is not PEM fails each TLS check instead, when it is first needed)
+        cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+        if cafile and not os.path.isfile(cafile):
+            raise FileNotFoundError(f"SSL_CERT_FILE names no file: {cafile}")
+        if not cafile and capath and not os.path.isdir(capath):
+            raise FileNotFoundError(f"SSL_CERT_DIR names no directory: {capath}")
 
     def _load(self) -> None:
         if self._loaded:
             return
+        if self._failed is not None:
+            raise self._failed
+        try:
+            self._load_bundle()
+        except (OSError, ssl.SSLError) as exc:
+            self._failed = exc  # said once per check, not read again for each
+            raise
+        self._loaded = True
+
+    def _load_bundle(self) -> None:
         if os.environ.get("SSL_CERT_FILE"):
             self.load_verify_locations(cafile=os.environ["SSL_CERT_FILE"])
         elif os.environ.get("SSL_CERT_DIR"):
@@ -108,7 +132,6 @@ class DefaultTrust(ssl.SSLContext):
             import certifi  # httpx's own dependency, and its default
 
             self.load_verify_locations(cafile=certifi.where())
-        self._loaded = True
 
     def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
         self._load()

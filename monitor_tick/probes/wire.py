@@ -1,5 +1,5 @@
 """Plain HTTP/1.1 checks straight on asyncio's transports, parsed by httptools: the fast path of
-a large tick (fanout.FAST_TRANSPORT_FROM checks or more).
+a large tick (fanout.FAST_PATH_FROM checks or more).
 
 Why: per check, httpx's client (URL and header models, auth and redirect machinery, cookies)
 costs about twice what the request costs on the wire, whatever transport it runs on; a tick of
@@ -38,17 +38,18 @@ from monitor_tick.probes import request
 # what httpx's client sends unless told otherwise, but for the encoding: the fast path reads
 # bodies as they come (a server that compresses anyway is handed to httpx when the body counts)
 _ACCEPT = [(b"Accept", b"*/*"), (b"Accept-Encoding", b"identity"), (b"Connection", b"close")]
-PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")  # in any case, as urllib reads them
 HAPPY_EYEBALLS_DELAY_S = 0.25  # as anyio (httpx's own transport) tries a host's next address
-# The most a response's status line and headers may take, as h11 (httpx's parser) allows: a
-# peer that sends headers without end is a protocol error, and is not held in memory.
-MAX_HEAD_BYTES = 16 * 1024
+# The most a response may hold beyond its body (status line, headers, chunk framing, trailers)
+# before it is handed to httpx, whose h11 allows a head of 100 KiB (httpcore's setting): a peer
+# that sends headers or trailers without end is never held here.
+MAX_HEAD_BYTES = 100 * 1024
 
 
 def proxied() -> bool:
     """Whether httpx would send requests through a proxy from the environment: then only httpx
     sends them (fanout.fast_path)."""
-    return any(os.environ.get(name) for name in PROXY_VARIABLES)
+    return any(value and name.lower() in PROXY_VARIABLES for name, value in os.environ.items())
 
 
 @dataclass
@@ -82,7 +83,8 @@ class Call(asyncio.Protocol):
         self._transport: asyncio.Transport | None = None
         self._wire = b""
         self._headers_done = False
-        self._head_bytes = 0
+        self._received = 0
+        self._body_bytes = 0
         self._until_eof = True  # neither Content-Length nor chunked: the body ends with the connection
         self.status: int | None = None
         self._answer: Answer | None = None
@@ -96,7 +98,10 @@ class Call(asyncio.Protocol):
         url = parsed(monitor.url)  # what httpx would send: its percent-encoding, its IDNA host
         if not takes(monitor, url):
             return None
-        self._wire = _request_bytes(monitor, url)
+        try:
+            self._wire = _request_bytes(monitor, url)
+        except UnicodeEncodeError:  # a header value httpx would refuse to send: httpx says so
+            return None
         tls = url.scheme == "https"
         host = url.raw_host.decode("ascii")
         try:
@@ -104,13 +109,15 @@ class Call(asyncio.Protocol):
                 await asyncio.get_running_loop().create_connection(
                     lambda: self,
                     host,
-                    url.port or (443 if tls else 80),
+                    url.port if url.port is not None else (443 if tls else 80),
                     ssl=self._ssl_context if tls else None,
                     server_hostname=host if tls else None,
                     ssl_handshake_timeout=monitor.timeout_s if tls else None,
                     # a name may have addresses of both families; an address literal has one
                     happy_eyeballs_delay=None if _is_address(host) else HAPPY_EYEBALLS_DELAY_S,
                 )
+            except UnicodeError:  # a name asyncio cannot encode (a..b): httpx's lookup judges it
+                return None
             except (OSError, ssl.SSLError) as exc:
                 raise httpx.ConnectError(str(exc)) from exc
             return await self._done
@@ -120,6 +127,8 @@ class Call(asyncio.Protocol):
             if self._transport is not None:  # now: no TLS close_notify to wait for, no socket left
                 self._transport.abort()
             self._parser = None  # it refers back to us: without it, we are freed at once
+            if self._done.done() and not self._done.cancelled():
+                self._done.exception()  # seen, even when a cancellation came first
 
     # asyncio's side
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -129,21 +138,18 @@ class Call(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self._done.done():
             return
+        self._received += len(data)
         httptools = _httptools()
-        if not self._headers_done:
-            self._head_bytes += len(data)
         try:
             self._parser.feed_data(data)  # not None: set to None only once done
-        except httptools.HttpParserCallbackError as exc:
-            handed = isinstance(exc.__context__, _Handed)
-            self._fail(_Handed() if handed else httpx.RemoteProtocolError(f"invalid response: {exc}"))
-        except httptools.HttpParserUpgrade:
+        except (httptools.HttpParserError, httptools.HttpParserUpgrade):
+            # anything httptools refuses (it is stricter than h11 here and there: a repeated
+            # Content-Length, bare LF line ends), an upgrade, or a callback's hand-over: what
+            # httpx makes of this response is the result
             self._fail(_Handed())
-        except httptools.HttpParserError as exc:
-            self._fail(httpx.RemoteProtocolError(f"invalid response: {exc}"))
-        else:
-            if not self._headers_done and self._head_bytes > MAX_HEAD_BYTES:
-                self._fail(httpx.RemoteProtocolError("the response's headers are too large"))
+            return
+        if self._received - self._body_bytes > MAX_HEAD_BYTES + self._body_bytes:
+            self._fail(_Handed())  # headers, framing or trailers without end: httpx's limits
 
     def eof_received(self) -> bool | None:
         self._ended(None)
@@ -167,7 +173,9 @@ class Call(asyncio.Protocol):
     # httptools' side
     def on_header(self, name: bytes, value: bytes) -> None:
         lowered = name.lower()
-        if lowered == b"content-length" or (lowered == b"transfer-encoding" and b"chunked" in value.lower()):
+        if lowered == b"transfer-encoding" and value.strip().lower() != b"chunked":
+            raise _Handed  # another transfer coding: h11 refuses it, httpx is the judge
+        if lowered in (b"content-length", b"transfer-encoding"):
             self._until_eof = False
         elif lowered == b"content-encoding" and self._keep and value.strip().lower() not in (b"", b"identity"):
             raise _Handed  # a body to decode for a keyword: httpx's decoders
@@ -184,6 +192,7 @@ class Call(asyncio.Protocol):
             self._finish()
 
     def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
         answer = self._answer
         if answer is None or not self._keep:
             return
@@ -219,8 +228,9 @@ def _httptools() -> ModuleType:
 
 
 def takes(monitor: Monitor, url: httpx.URL) -> bool:
-    """Whether the fast path sends this request itself (see the module docstring)."""
-    return monitor.method != "HEAD" and not url.userinfo and url.scheme in ("http", "https")
+    """Whether the fast path sends this request itself (see the module docstring): a GET with
+    no body, since a response handed to httpx means the request is sent again."""
+    return monitor.method == "GET" and monitor.body is None and not url.userinfo and url.scheme in ("http", "https")
 
 
 def _is_address(host: str) -> bool:
@@ -239,7 +249,7 @@ def _request_bytes(monitor: Monitor, url: httpx.URL) -> bytes:
     for name, value in (*_ACCEPT, (b"User-Agent", request.USER_AGENT.encode("ascii"))):
         headers[name.lower()] = (name, value)
     for name, text in request.request_headers(monitor).items():
-        headers[name.lower().encode("ascii")] = (name.encode("ascii"), text.encode("utf-8"))
+        headers[name.lower().encode("ascii")] = (name.encode("ascii"), text.encode("ascii"))
     body = request.request_body(monitor)
     if body is not None or monitor.method in ("POST", "PUT", "PATCH"):
         headers[b"content-length"] = (b"Content-Length", str(len(body or b"")).encode("ascii"))
