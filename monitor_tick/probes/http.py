@@ -79,6 +79,7 @@ async def probe_http(
                     keep=keep,
                     limit=MAX_BODY_BYTES,
                     read_body=lambda code: status_accepted(code, ranges),
+                    peer_cert=monitor.expires_within_sec is not None,
                 )
                 answer = await call.run()
                 if answer is None:  # httpx's to take further: from here on its status counts
@@ -109,8 +110,6 @@ async def probe_http(
                         body, whole = await _read_body(response, keep)
                 finally:
                     await response.aclose()
-            if monitor.expires_within_sec is None:
-                expires_at_ms = None
             cause = None if body is not None else f"status {status}"
             if body is not None:
                 if wanted and wanted not in body:

@@ -105,11 +105,12 @@ class DefaultTrust(ssl.SSLContext):
             self.keylog_filename = os.environ["SSLKEYLOGFILE"]
         # a CA setting that names nothing fails the tick at its start, as httpx's context would
         # (a file that is not PEM fails each TLS check instead, when it is first needed)
-        cafile, capath = os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
-        if cafile and not os.path.isfile(cafile):
-            raise FileNotFoundError(f"SSL_CERT_FILE names no file: {cafile}")
-        if not cafile and capath and not os.path.isdir(capath):
-            raise FileNotFoundError(f"SSL_CERT_DIR names no directory: {capath}")
+        self._cafile = os.environ.get("SSL_CERT_FILE") or None
+        self._capath = None if self._cafile else os.environ.get("SSL_CERT_DIR") or None
+        if self._cafile and not os.path.isfile(self._cafile):
+            raise FileNotFoundError(f"SSL_CERT_FILE names no file: {self._cafile}")
+        if self._capath and not os.path.isdir(self._capath):
+            raise FileNotFoundError(f"SSL_CERT_DIR names no directory: {self._capath}")
 
     def _load(self) -> None:
         if self._loaded:
@@ -124,10 +125,8 @@ class DefaultTrust(ssl.SSLContext):
         self._loaded = True
 
     def _load_bundle(self) -> None:
-        if os.environ.get("SSL_CERT_FILE"):
-            self.load_verify_locations(cafile=os.environ["SSL_CERT_FILE"])
-        elif os.environ.get("SSL_CERT_DIR"):
-            self.load_verify_locations(capath=os.environ["SSL_CERT_DIR"])
+        if self._cafile or self._capath:
+            self.load_verify_locations(cafile=self._cafile, capath=self._capath)
         else:
             import certifi  # httpx's own dependency, and its default
 

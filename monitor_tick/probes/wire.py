@@ -6,13 +6,15 @@ costs about twice what the request costs on the wire, whatever transport it runs
 thousands of checks spends most of its time there (bench/run.py, figures 2 and 9). A check
 needs much less: one request, the status, the body read to its end, the peer certificate.
 
-What it takes on is an exchange with one answer -- one request, one response, one connection,
-closed after it. Everything else is httpx's, unchanged: `Call.run` returns None for a response
-that httpx would take further (a redirect to follow, a body it would have to decode for a
-keyword, an informational status), and for a request it does not send itself (a URL with
-credentials, HEAD), and the probe then runs through httpx as a small tick does, within the same
-deadline. With a proxy in the environment, no check takes the fast path. A test holds both paths to the same outcome and
-cause against every misbehaving local server.
+What it takes on is an exchange with one answer -- one GET without a body, one response, one
+connection, closed after it. Everything else is httpx's, unchanged: `Call.run` returns None for
+a request it does not send itself (another method, a body, credentials in the URL, a header
+value that is not ASCII) and for a response that httpx would take further or judge otherwise (a
+redirect to follow, an informational status, a body it would have to decode for a keyword,
+another transfer coding, anything httptools refuses, more than MAX_HEAD_BYTES beyond the body),
+and the probe then runs through httpx as a small tick does, sending the request again within the
+same deadline. With a proxy in the environment, no check takes the fast path. A test holds both
+paths to the same outcome and cause against every misbehaving local server.
 
 Failures are raised as httpx's own exception types with the OS or TLS error underneath, so the
 probe's causes read exactly as through httpx.
@@ -55,7 +57,7 @@ def proxied() -> bool:
 @dataclass
 class Answer:
     """A response the fast path took on: its status, its body (the first `limit` bytes, when
-    kept), whether that is all of it, and the peer certificate over TLS."""
+    kept), whether that is all of it, and the peer certificate over TLS when asked for."""
 
     status: int
     body: bytearray = field(default_factory=bytearray)
@@ -72,9 +74,19 @@ class Call(asyncio.Protocol):
     its headers are in (a probe that times out says whether it was reading the body)."""
 
     def __init__(
-        self, monitor: Monitor, ssl_context: ssl.SSLContext, *, keep: bool, limit: int, read_body: Callable[[int], bool]
+        self,
+        monitor: Monitor,
+        ssl_context: ssl.SSLContext,
+        *,
+        keep: bool,
+        limit: int,
+        read_body: Callable[[int], bool],
+        peer_cert: bool = False,
     ) -> None:
+        """`keep`: keep the body's first `limit` bytes; `read_body(status)`: whether to read the
+        body at all; `peer_cert`: read the peer's certificate (over TLS)."""
         self._monitor = monitor
+        self._peer_cert = peer_cert
         self._ssl_context = ssl_context
         self._keep = keep
         self._limit = limit
@@ -185,7 +197,9 @@ class Call(asyncio.Protocol):
         self._headers_done = True
         if status < 200 or 300 <= status < 400:  # informational, or (maybe) a redirect to follow
             raise _Handed
-        ssl_object = self._transport.get_extra_info("ssl_object") if self._transport is not None else None
+        ssl_object = None
+        if self._peer_cert and self._transport is not None:
+            ssl_object = self._transport.get_extra_info("ssl_object")
         self._answer = Answer(status, peer_cert=ssl_object.getpeercert() if ssl_object is not None else None)
         if status in (204, 304) or not self._read_body(status):  # no body, or none worth reading
             self._until_eof = False
@@ -244,15 +258,12 @@ def _is_address(host: str) -> bool:
 
 
 def _request_bytes(monitor: Monitor, url: httpx.URL) -> bytes:
-    """The request as httpx's client would put it on the wire (see _ACCEPT)."""
+    """The GET (`takes`: no body) as httpx's client would put it on the wire (see _ACCEPT).
+    Raises UnicodeEncodeError for a header httpx would refuse to send."""
     headers: dict[bytes, tuple[bytes, bytes]] = {b"host": (b"Host", url.netloc)}
     for name, value in (*_ACCEPT, (b"User-Agent", request.USER_AGENT.encode("ascii"))):
         headers[name.lower()] = (name, value)
     for name, text in request.request_headers(monitor).items():
         headers[name.lower().encode("ascii")] = (name.encode("ascii"), text.encode("ascii"))
-    body = request.request_body(monitor)
-    if body is not None or monitor.method in ("POST", "PUT", "PATCH"):
-        headers[b"content-length"] = (b"Content-Length", str(len(body or b"")).encode("ascii"))
-    lines = [monitor.method.encode("ascii") + b" " + url.raw_path + b" HTTP/1.1"]
-    lines += [name + b": " + value for name, value in headers.values()]
-    return b"\r\n".join(lines) + b"\r\n\r\n" + (body or b"")
+    lines = [b"GET " + url.raw_path + b" HTTP/1.1", *(name + b": " + value for name, value in headers.values())]
+    return b"\r\n".join(lines) + b"\r\n\r\n"

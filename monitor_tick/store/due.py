@@ -211,7 +211,7 @@ def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any
     rows = dicts(conn, statement(conn, "due_rows", DUE_ROWS), (json.dumps(sorted(effective)),))
     for row in rows:
         row["effective_interval_sec"] = effective[row["id"]]
-    # sorted here: SQLite would sort whole rows in a temporary B-tree, which costs more
+    # SQLite returns them in the array's order already; PostgreSQL's IN gives no order
     return sorted(rows, key=lambda row: row["id"])
 
 
