@@ -77,7 +77,9 @@ TICK_COMMAND_LINES = [
 
 
 @pytest.mark.respx(assert_all_called=False)
-@pytest.mark.parametrize("args", TICK_COMMAND_LINES, ids=lambda a: " ".join(a) or "(none)")
+@pytest.mark.parametrize(
+    "args", TICK_COMMAND_LINES, ids=lambda a: " ".join(a).replace(str(PING_PORT), "PORT") or "(none)"
+)
 def test_the_fast_path_and_typer_run_the_tick_alike(
     args: list[str], world: tuple[str, str], respx_mock: respx.MockRouter, capsys: pytest.CaptureFixture[str]
 ) -> None:
