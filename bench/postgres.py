@@ -60,7 +60,7 @@ def due_selection(server: Server, count: int) -> None:
             plan = "\n".join(
                 row[0]
                 for row in conn.execute(
-                    "EXPLAIN " + conn.statements["select_due"], {"minute": minutes[0], "now_ms": 0}
+                    "EXPLAIN " + conn.statements["due_ids"], {"minute": minutes[0], "now_ms": 0}
                 ).fetchall()
             )
             uses_index = "monitors_due" in plan

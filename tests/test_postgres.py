@@ -307,14 +307,12 @@ def test_the_due_query_reads_monitors_due_on_postgresql(pg_server: Server) -> No
         conn.execute("ANALYZE")
         conn.execute("SET enable_seqscan = off")
         plan = "\n".join(
-            row[0]
-            for row in conn.execute("EXPLAIN " + conn.statements["select_due"], {"minute": MINUTE + 7, "now_ms": 0})
+            row[0] for row in conn.execute("EXPLAIN " + conn.statements["due_ids"], {"minute": MINUTE + 7, "now_ms": 0})
         )
         assert "monitors_due" in plan, plan
         conn.execute("DROP INDEX monitors_due")
         without = "\n".join(
-            row[0]
-            for row in conn.execute("EXPLAIN " + conn.statements["select_due"], {"minute": MINUTE + 7, "now_ms": 0})
+            row[0] for row in conn.execute("EXPLAIN " + conn.statements["due_ids"], {"minute": MINUTE + 7, "now_ms": 0})
         )
         assert "monitors_due" not in without  # the assertion above can fail
         due = store.select_due(conn, MINUTE + 7, 0)

@@ -252,7 +252,7 @@ def test_most_due_monitors_are_selected_from_the_index_alone(conn: sqlite3.Conne
     entries without its row being read (the index holds the owner, for owners' maintenance)."""
     index_columns = [row[2] for row in conn.execute("PRAGMA index_xinfo(monitors_due)") if row[5]]
     assert index_columns[0] == "interval_sec" and "owner_id" in index_columns
-    plain = store.SELECT_DUE.split("plain(id, effective_interval_sec) AS MATERIALIZED (")[1].split("\n  ),")[0]
+    plain = store.SELECT_DUE.split("plain(id, effective_interval_sec) AS NOT MATERIALIZED (")[1].split("\n  ),")[0]
     used = {name for name in ("name", "url", "kind", "method", "timeout_s", "first_check_minute") if name in plain}
     assert used == set(), used
 

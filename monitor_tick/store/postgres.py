@@ -19,7 +19,7 @@ from psycopg.adapt import Loader
 
 from monitor_tick.core.redact import redact_url
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, script_statements
-from monitor_tick.store.due import select_due_sql
+from monitor_tick.store.due import due_ids_sql, select_due_sql
 from monitor_tick.store.ledger import claim_buckets_sql
 from monitor_tick.store.sqlite import DEFAULT_BUSY_TIMEOUT_S, SCHEMA_VERSION, check_version
 
@@ -44,7 +44,11 @@ _IDS = "(SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(? AS J
 _SERVER_NOW_MS = "CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
 
 STATEMENTS = {
-    "select_due": select_due_sql(_USABLE_INTERVAL, lateral=True),
+    "due_ids": due_ids_sql(
+        select_due_sql(_USABLE_INTERVAL, lateral=True),
+        "coalesce(json_agg(id), '[]')::text",
+        "coalesce(json_agg(effective_interval_sec), '[]')::text",
+    ),
     "due_rows": (
         "SELECT m.*, m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,"
         " o.id IS NOT NULL AND p.id IS NULL AS plan_missing"
