@@ -11,7 +11,7 @@
     db.py          what the others share: StoreError, the write transaction, row helpers, the
                    seam between the engines (db.statement)
     ledger.py      the minute ledger (`ticks`): claims, catch-up, --force reruns
-    due.py         due selection (SELECT_DUE) and the rollups that order the probes
+    due.py         due selection (SELECT_DUE, fetched as DUE_IDS) and the rollups that order the probes
     results.py     a tick's results: rollups, incident steps, the ledger's figures; housekeeping
     deliveries.py  incident events, channels, the deliveries outbox, settings
     manage.py      plans, owners, monitors, maintenance windows (add, edit, list, pause, remove)
@@ -50,7 +50,7 @@ from monitor_tick.store.deliveries import (
     remove_channel,
     set_setting,
 )
-from monitor_tick.store.due import SELECT_DUE, due_ids, recent_rollups, select_due
+from monitor_tick.store.due import DUE_IDS, SELECT_DUE, due_ids, recent_rollups, select_due
 from monitor_tick.store.engine import (
     EXTRA_HINT,
     backup,
@@ -162,6 +162,7 @@ __all__ = [
     "Buckets",
     "claim_buckets",
     "SELECT_DUE",
+    "DUE_IDS",
     "select_due",
     "due_ids",
     "recent_rollups",

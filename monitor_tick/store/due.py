@@ -1,5 +1,5 @@
-"""Due selection: which monitors are due in a minute, in one query (SELECT_DUE), and the newest
-rollup hour of each, which orders their probes."""
+"""Due selection: which monitors are due in a minute, in one query (SELECT_DUE, fetched as one
+row: DUE_IDS), and the newest rollup hour of each, which orders their probes."""
 
 from __future__ import annotations
 
@@ -39,8 +39,9 @@ def bad_interval(usable: str) -> str:
 
 
 # One query, which reads only indexes for nearly every due monitor and returns (id, effective
-# interval); select_due then reads the rows of the due ones (DUE_ROWS). A monitor may come out
-# of more than one part (a first-check minute that is also its phase's), with the same interval.
+# interval), fetched as one row (DUE_IDS); select_due then reads the rows of the due ones
+# (DUE_ROWS). A monitor may come out of more than one part (a first-check minute that is also
+# its phase's), with the same interval.
 #
 # (a) `plain`: most monitors' own interval is at least every plan's floor, so their effective
 #     interval is their own whatever their owner's plan, and they are due exactly when their
@@ -194,12 +195,14 @@ def due_ids_sql(select_due: str, ids: str, intervals: str) -> str:
     return f"SELECT {ids}, {intervals} FROM ({select_due}) due"
 
 
-# A hand-edited interval may be a BLOB, which JSON cannot hold: such a row's effective interval
-# is NULL here, and the tick reports its interval_sec (read with its row) as unusable.
+# Only whole numbers go through JSON: a hand-edited interval may be a BLOB or an infinite REAL,
+# which JSON cannot hold. Such a row's effective interval is NULL here, and the tick reports its
+# interval_sec (read with its row) as unusable. (Plans' floors are STRICT integers, so only an
+# unusable interval_sec makes an effective interval that is not one.)
 DUE_IDS = due_ids_sql(
     SELECT_DUE,
     "json_group_array(id)",
-    "json_group_array(CASE WHEN typeof(effective_interval_sec) = 'blob' THEN NULL ELSE effective_interval_sec END)",
+    "json_group_array(CASE WHEN typeof(effective_interval_sec) = 'integer' THEN effective_interval_sec END)",
 )
 
 # The rows of the due monitors (`?`: their ids as a JSON array), with what says a row cannot be
@@ -212,12 +215,13 @@ DUE_ROWS = (
 )
 
 
-def due_ids(conn: Connection, minute: int, now_ms: int) -> dict[int, int]:
-    """id -> effective interval (seconds) of the monitors due in `minute`, in no order; `now_ms`
-    decides plan expiry and maintenance. The selection itself: indexes only for nearly every
-    due monitor."""
+def due_ids(conn: Connection, minute: int, now_ms: int) -> dict[int, int | None]:
+    """id -> effective interval (seconds) of the monitors due in `minute`, in no order (None for
+    a row whose interval is unusable; see DUE_IDS); `now_ms` decides plan expiry and
+    maintenance. The selection itself: indexes only for nearly every due monitor."""
     ids, intervals = conn.execute(statement(conn, "due_ids", DUE_IDS), {"minute": minute, "now_ms": now_ms}).fetchone()
-    return dict(zip(json.loads(ids), json.loads(intervals), strict=True))  # each once (see SELECT_DUE)
+    # a monitor that comes out of two parts comes with the same interval: the dict keeps it once
+    return dict(zip(json.loads(ids), json.loads(intervals), strict=True))
 
 
 def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any]]:

@@ -52,6 +52,7 @@ BAD_INTERVALS = [
     (-60, "invalid monitor: interval must be a whole number of minutes, at least 1m (got -60s)"),
     ("hourly", "invalid monitor: interval is not a whole number of seconds: 'hourly'"),
     (b"\x00\x01", "invalid monitor: interval is not a whole number of seconds: b'\\x00\\x01'"),
+    (float("inf"), "invalid monitor: interval is not a whole number of seconds: inf"),
 ]
 
 
