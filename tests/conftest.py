@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import compileall
+import os
 import sqlite3
 import subprocess
 import sys
@@ -20,8 +21,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Compile the package once. The tests run `monitor-tick` as a fresh process hundreds of
     times; where PYTHONDONTWRITEBYTECODE is set (as on some CI machines) no such process saves
     what it compiled, so each would compile the whole package again (about 0.3 s here). `pip
-    install .` compiles at install; an editable install does not."""
-    compileall.compile_dir(Path(monitor_tick.__file__).parent, quiet=1)
+    install .` compiles at install; an editable install does not. With xdist, the controlling
+    process compiles and its workers need not."""
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        compileall.compile_dir(Path(monitor_tick.__file__).parent, quiet=1)
 
 
 @pytest.fixture(scope="session")

@@ -46,7 +46,9 @@ def schema_of(path: str) -> dict[tuple[str, str], str]:
 
 
 def version_of(path: str) -> int:
-    conn = sqlite3.connect(path)
+    # read-only and without a journal: the committed fixture is read by other tests (and xdist
+    # workers) at the same time, and must not gain -wal or -shm files beside it
+    conn = sqlite3.connect(f"file:{path}?immutable=1", uri=True)
     try:
         return int(conn.execute("PRAGMA user_version").fetchone()[0])
     finally:
