@@ -10,7 +10,9 @@ import gc
 import gzip
 import os
 import socket
+import sqlite3
 import ssl
+import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Iterator
 
@@ -26,7 +28,7 @@ from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.http import probe_http
 from monitor_tick.probes.request import DefaultTrust
-from tests.conftest import respx_transport
+from tests.conftest import add, respx_transport
 from tests.servers import (
     LocalServer,
     TLSPair,
@@ -39,6 +41,7 @@ from tests.servers import (
 )
 
 SHORT_S = 0.5  # deadline for the cases that must time out
+MINUTE = 29_934_721  # a replayed minute: every one-minute monitor is due
 
 
 def monitor(url: str, **settings: object) -> Monitor:
@@ -359,3 +362,24 @@ def test_no_ca_bundle_is_loaded_until_a_tls_handshake_needs_it(server: LocalServ
         result = asyncio.run(tls_main())
     assert context.cert_store_stats()["x509_ca"] > 100  # the default bundle (SSL_CERT_FILE, or certifi's)
     assert result.cause == "tls: self-signed certificate"
+
+
+@pytest.mark.parametrize(("last_path", "through_httpx"), [("/ok", False), ("/redirect/1", True)])
+def test_a_tick_whose_checks_all_went_on_the_wire_closes_httpx_without_loading_anyio(
+    server: LocalServer, db_path: str, conn: sqlite3.Connection, last_path: str, through_httpx: bool
+) -> None:
+    """Closing httpx's client shields the close of its pool's connections through anyio, whose
+    asyncio backend is a large import: a large tick whose checks all went on the wire has no
+    connection in that pool, and loads none of it. A check handed to httpx (a redirect) does."""
+    for n in range(fanout.FAST_PATH_FROM - 1):
+        add(conn, server.url(f"/ok?m={n}"), retries=0)
+    add(conn, server.url(last_path), retries=0)
+    script = (
+        "import sys\n"
+        "from monitor_tick.core.tick import TickOptions, run_tick\n"
+        f"report = run_tick(TickOptions(db_path={db_path!r}, minute={MINUTE}, retry_delay_s=0))\n"
+        "print(sorted({r.status for r in report.results}), 'anyio._backends._asyncio' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert done.stdout.split() == ["['up']", str(through_httpx)]
