@@ -115,7 +115,9 @@ def test_secrets_are_never_printed_and_a_missing_variable_is_a_configuration_err
 ) -> None:
     db = str(tmp_path / "m.db")
     minute = clock.minute_of_ms(clock.now_ms())
-    hour_start = minute - minute % 60  # the minute configuration errors are said in
+    # the minute configuration errors are said in, of the hour before this one: the minute after
+    # it must be past too (in this hour's first minute, this hour's second is still to come)
+    hour_start = minute - minute % 60 - 60
     added = cli(
         db,
         "add",
