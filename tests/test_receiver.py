@@ -208,8 +208,11 @@ def test_serve_on_a_port_in_use_fails_with_one_line(tmp_path: Path) -> None:
 
 def test_the_tick_sees_pings_received_over_http(receiver: Receiver, client: httpx.Client) -> None:
     assert client.get(receiver.url(f"/ping/{receiver.tokens['reports']}/fail")).status_code == 200
-    # replay today's minute of this daily heartbeat (phase = id): the failure is its newest ping
-    due_minute = clock.minute_of_ms(clock.now_ms()) // 1440 * 1440 + receiver.ids["reports"]
+    # replay the last minute of this daily heartbeat (phase = id) that has come: the failure is
+    # its newest ping (in the day's first minutes, today's has not come yet: yesterday's)
+    now_minute = clock.minute_of_ms(clock.now_ms())
+    due_minute = now_minute // 1440 * 1440 + receiver.ids["reports"]
+    due_minute -= 1440 if due_minute > now_minute else 0
     report = run_tick(TickOptions(db_path=receiver.db_path, minute=due_minute, retry_delay_s=0))
     causes = {r["name"]: r["cause"] for r in report.results_json()}
     assert causes["reports"] == "heartbeat: job reported failure"
