@@ -29,7 +29,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[Server]:
-    """One PostgreSQL server for the whole run (see tests/postgres.py)."""
+    """One PostgreSQL server for each test process (each xdist worker; see tests/postgres.py)."""
     with running_server() as server:
         yield server
 
