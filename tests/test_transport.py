@@ -383,3 +383,30 @@ def test_a_tick_whose_checks_all_went_on_the_wire_closes_httpx_without_loading_a
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.split() == ["['up']", str(through_httpx)]
+
+
+def test_closing_the_tick_client_still_closes_the_connections_its_pool_holds() -> None:
+    """The other half of backend.Pool: a pool that holds a connection (here an idle keep-alive
+    one) closes it with the client, and the server sees it end."""
+
+    async def main() -> tuple[int, bytes, int]:
+        ended: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+
+        async def keep_alive(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")  # and the connection stays open
+            await writer.drain()
+            ended.set_result(await reader.read())  # b"" once the client closes its end
+            writer.close()
+
+        server = await asyncio.start_server(keep_alive, "127.0.0.1", 0)
+        async with server:
+            client = make_client(10)
+            response = await client.get(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/")
+            assert response.text == "ok"
+            pool = client._transport._pool  # type: ignore[attr-defined]
+            held = len(pool.connections)
+            await client.aclose()
+            return held, await asyncio.wait_for(ended, 5), len(pool.connections)
+
+    assert asyncio.run(main()) == (1, b"", 0)
