@@ -205,14 +205,20 @@ DUE_IDS = due_ids_sql(
     "json_group_array(CASE WHEN typeof(effective_interval_sec) = 'integer' THEN effective_interval_sec END)",
 )
 
-# The rows of the due monitors (`?`: their ids as a JSON array), with what says a row cannot be
-# used: an owner or a plan that does not exist (hand edits; the foreign keys prevent it).
-DUE_ROWS = (
-    "SELECT m.*, m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,"
-    " o.id IS NOT NULL AND p.id IS NULL AS plan_missing"
-    " FROM json_each(?) j CROSS JOIN monitors m LEFT JOIN owners o ON o.id = m.owner_id"
-    " LEFT JOIN plans p ON p.id = o.plan_id WHERE m.id = j.value"
-)
+
+def due_rows_sql(ids: str, by_id: str) -> str:
+    """The rows of the due monitors (`?`: their ids as a JSON array, read by the engine's `ids`,
+    joined before the monitors, and `by_id`), with what says a row cannot be used: an owner or
+    a plan that does not exist (hand edits; the foreign keys prevent it)."""
+    return (
+        "SELECT m.*, m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,"
+        " o.id IS NOT NULL AND p.id IS NULL AS plan_missing"
+        f" FROM {ids}monitors m LEFT JOIN owners o ON o.id = m.owner_id"
+        f" LEFT JOIN plans p ON p.id = o.plan_id WHERE {by_id}"
+    )
+
+
+DUE_ROWS = due_rows_sql("json_each(?) j CROSS JOIN ", "m.id = j.value")
 
 
 def due_ids(conn: Connection, minute: int, now_ms: int) -> dict[int, int | None]:

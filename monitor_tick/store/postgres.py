@@ -19,7 +19,7 @@ from psycopg.adapt import Loader
 
 from monitor_tick.core.redact import redact_url
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, script_statements
-from monitor_tick.store.due import due_ids_sql, select_due_sql
+from monitor_tick.store.due import due_ids_sql, due_rows_sql, select_due_sql
 from monitor_tick.store.ledger import claim_buckets_sql
 from monitor_tick.store.sqlite import DEFAULT_BUSY_TIMEOUT_S, SCHEMA_VERSION, check_version
 
@@ -49,12 +49,7 @@ STATEMENTS = {
         "coalesce(json_agg(id), '[]')::text",
         "coalesce(json_agg(effective_interval_sec), '[]')::text",
     ),
-    "due_rows": (
-        "SELECT m.*, m.owner_id IS NOT NULL AND o.id IS NULL AS owner_missing,"
-        " o.id IS NOT NULL AND p.id IS NULL AS plan_missing"
-        " FROM monitors m LEFT JOIN owners o ON o.id = m.owner_id LEFT JOIN plans p ON p.id = o.plan_id"
-        f" WHERE m.id IN {_IDS}"
-    ),
+    "due_rows": due_rows_sql("", f"m.id IN {_IDS}"),
     "claim_buckets": claim_buckets_sql(_SERVER_NOW_MS),
     # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
     "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
