@@ -24,7 +24,9 @@ def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def tick(db: str, *args: str) -> dict[str, dict[str, object]]:
-    """One live tick; each check's result by monitor name."""
+    """One live tick; each check's result by monitor name. Its monitors must each have a
+    --timeout under the 6s budget: in an hour's first minute, the tick says on stderr of every
+    one that does not (the default 10s) that it cannot fit."""
     run = subprocess.run(
         [MONITOR_TICK, "--db", db, "--json", "--budget", "6s", "--retry-delay", "0", *args],
         capture_output=True,
@@ -188,7 +190,10 @@ def test_a_slow_response_is_down_with_its_latency_and_the_limit(tmp_path: Path, 
         )
         assert added.returncode == 0, added.stderr
     port_check = cli(
-        db, "add", f"tcp://127.0.0.1:{local_server.port}", "--name", "port", "--every", "1m", "--max-latency", "2s"
+        db,
+        "add",
+        f"tcp://127.0.0.1:{local_server.port}",
+        *("--name", "port", "--every", "1m", "--max-latency", "2s", "--timeout", "3s"),
     )
     assert port_check.returncode == 0, port_check.stderr
     results = tick(db)
@@ -206,7 +211,19 @@ def test_latency_is_the_requests_own_time_not_the_wait_for_a_probe_slot(
     db = str(tmp_path / "m.db")
     added = cli(db, "add", local_server.url("/slow/1500"), "--name", "holder", "--every", "1m", "--timeout", "3s")
     assert added.returncode == 0, added.stderr
-    added = cli(db, "add", local_server.url("/ok"), "--name", "quick", "--every", "1m", "--max-latency", "300ms")
+    added = cli(
+        db,
+        "add",
+        local_server.url("/ok"),
+        "--name",
+        "quick",
+        "--every",
+        "1m",
+        "--max-latency",
+        "300ms",
+        "--timeout",
+        "3s",
+    )
     assert added.returncode == 0, added.stderr
     results = tick(db, "--concurrency", "1")
     assert results["holder"]["status"] == "up" and results["holder"]["latency_ms"] >= 1500  # it did hold the slot
