@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick import store
+from monitor_tick.core import clock
 from monitor_tick.core.tick import TickOptions, run_tick
 from tests.conftest import add
 from tests.servers import LocalServer
@@ -36,7 +37,10 @@ READERS = [
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60)
+    """The command under a clock a minute after MINUTE's tick: `report` counts the last 24 hours
+    back from now, and the real clock would leave that tick behind a day after MINUTE."""
+    env = {**os.environ, "MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(clock.minute_start_ms(MINUTE + 2) - clock.now_ms())}
+    return subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 @pytest.fixture
