@@ -50,7 +50,7 @@ min_interval_sec = 60
 
 [owners.alice]
 plan = "pro"
-plan_expires_at = "2027-06-01T00:00:00Z"
+plan_expires_at = "2099-06-01T00:00:00Z"
 
 [monitors.api]
 url = "{server.url("/keyword/hello")}"
@@ -74,8 +74,8 @@ group_name = "Internal"
 
 [[maintenance]]
 owner = "alice"
-from = "2027-01-01T02:00:00Z"
-until = "2027-01-01T03:00:00Z"
+from = "2099-01-01T02:00:00Z"
+until = "2099-01-01T03:00:00Z"
 
 [[maintenance]]
 monitor = "api"
@@ -112,7 +112,7 @@ def test_export_then_apply_on_an_empty_database_then_export_gives_the_same_file(
             f"+ monitor api ({local_server.url('/keyword/hello')})",
             "+ monitor backups (heartbeat)",
             f"+ monitor old site ({local_server.url('/ok')})",
-            "+ maintenance 2027-01-01T02:00:00Z to 2027-01-01T03:00:00Z (owner alice)",
+            "+ maintenance 2099-01-01T02:00:00Z to 2099-01-01T03:00:00Z (owner alice)",
             "+ maintenance weekly sat,sun@03:00 for 90m (monitor api)",
             f"+ channel json://127.0.0.1:{receiver.port}/***/*** (monitor api)",
             f"+ network canary {local_server.url('/ok')}",

@@ -122,15 +122,15 @@ def test_an_owner_moves_plans_and_the_floor_follows_from_the_next_tick(tmp_path:
     ok(db, "owner", "add", "alice", "--plan", "free")
     ok(db, "add", "http://127.0.0.1:9/", "--name", "api", "--every", "1m", "--owner", "alice")
     assert json.loads(ok(db, "list", "--json"))[0]["effective_interval_sec"] == 300
-    out = ok(db, "owner", "edit", "alice", "--plan", "pro", "--expires", "2027-01-01T00:00Z")
-    assert out == "owner alice: plan free -> pro, expires never -> 2027-01-01T00:00:00Z\n"
+    out = ok(db, "owner", "edit", "alice", "--plan", "pro", "--expires", "2099-01-01T00:00Z")
+    assert out == "owner alice: plan free -> pro, expires never -> 2099-01-01T00:00:00Z\n"
     assert json.loads(ok(db, "list", "--json"))[0]["effective_interval_sec"] == 60
     assert ok(db, "owner", "list").splitlines() == [
         "  ID  NAME                 PLAN          FLOOR  EXPIRES               MONITORS",
-        "   1  alice                pro              1m  2027-01-01T00:00:00Z  1",
+        "   1  alice                pro              1m  2099-01-01T00:00:00Z  1",
     ]
     assert ok(db, "owner", "edit", "alice", "--expires", "never") == (
-        "owner alice: expires 2027-01-01T00:00:00Z -> never\n"
+        "owner alice: expires 2099-01-01T00:00:00Z -> never\n"
     )
     run = cli(db, "plan", "remove", "pro")
     assert (run.returncode, run.stderr) == (
@@ -243,14 +243,14 @@ def test_a_recurring_window_skips_its_minutes_every_day_and_is_listed_with_its_n
         ok(db, "maintenance", "remove", "1") == "removed maintenance window 1 (daily 00:02 UTC for 3m, monitor api)\n"
     )
     assert json.loads(ok(db, "--minute", str(START + 3), "--json"))["due"] == 1
-    assert ok(db, "maintenance", "add", "--monitor", "api", "--from", "2027-01-01", "--until", "2027-01-02") == "3\n"
+    assert ok(db, "maintenance", "add", "--monitor", "api", "--from", "2099-01-01", "--until", "2099-01-02") == "3\n"
     for args, error in (
         (["--daily", "3", "--for", "1h"], "--daily: not a time of day HH:MM (UTC): '3'"),
         (["--weekly", "xx@03:00", "--for", "1h"], "--weekly: not a day: 'xx' (mon, tue, wed, thu, fri, sat, sun)"),
         (["--daily", "03:00"], "a recurring window needs --for, e.g. --for 30m"),
         (["--daily", "03:00", "--for", "25h"], "--for must be whole minutes, 1m to 24h (got 25h)"),
         (
-            ["--daily", "03:00", "--from", "2027-01-01", "--for", "1h"],
+            ["--daily", "03:00", "--from", "2099-01-01", "--for", "1h"],
             "give --from and --until, or one of --daily and --weekly (with --for)",
         ),
     ):

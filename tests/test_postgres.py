@@ -203,7 +203,7 @@ def test_every_command_works_on_postgresql(pg_server: Server, local_server: Loca
     up = ok("add", local_server.url("/ok"), "--name", "up", "--every", "1m", "--owner", "alice").strip()
     down = ok("add", local_server.url("/status/503"), "--name", "down", "--every", "1m", "--alert-after", "1").strip()
     token = ok("add", "heartbeat", "--name", "job", "--every", "1h", "--grace", "5m").split()[-1]
-    ok("maintenance", "add", "--monitor", "up", "--from", "2027-01-01T00:00Z", "--until", "2027-01-02T00:00Z")
+    ok("maintenance", "add", "--monitor", "up", "--from", "2099-01-01T00:00Z", "--until", "2099-01-02T00:00Z")
     ok("notify", "add", "json://127.0.0.1:9/hook", "--monitor", "down")
     ok("notify", "canary", local_server.url("/ok"))
     assert "down" in ok("--dry-run")

@@ -51,7 +51,7 @@ def test_add_says_when_it_created_the_database_and_failing_commands_create_none(
         ["resume", "api"],
         ["remove", "api"],
         ["edit", "api", "--every", "1m"],
-        ["maintenance", "add", "--monitor", "api", "--from", "2027-01-01", "--until", "2027-01-02"],
+        ["maintenance", "add", "--monitor", "api", "--from", "2099-01-01", "--until", "2099-01-02"],
         ["maintenance", "remove", "1"],
         ["owner", "add", "alice", "--plan", "pro"],
         ["owner", "edit", "alice", "--plan", "default"],
