@@ -9,6 +9,7 @@ import contextlib
 import gc
 import gzip
 import os
+import random
 import socket
 import sqlite3
 import ssl
@@ -410,3 +411,108 @@ def test_closing_the_tick_client_still_closes_the_connections_its_pool_holds() -
             return held, await asyncio.wait_for(ended, 5), len(pool.connections)
 
     assert asyncio.run(main()) == (1, b"", 0)
+
+
+# URLs at the edges of wire.parsed's own reading (wire._PLAIN_URL) and past them
+URL_EDGES = [
+    "http://127.0.0.1:8080/?m=1",
+    "https://example.org",
+    "http://example.org/",
+    "http://example.org:80/",
+    "https://example.org:443/x",
+    "http://example.org:443/",
+    "https://example.org:80/",
+    "http://example.org:0080/",
+    "http://example.org:0/",
+    "http://example.org:00/",
+    "http://example.org:65535/",
+    "http://example.org:99999/",
+    "http://example.org?",
+    "http://example.org/?",
+    "http://example.org/a?b?c=d/e",
+    "http://example.org//double//slash",
+    "http://example.org/a/./b",
+    "http://example.org/a/../b",
+    "http://example.org/.well-known/x",
+    "http://example.org/..",
+    "http://example.org/a%20b",
+    "http://example.org/a%zz",
+    "http://example.org/a b",
+    "http://example.org/a#frag",
+    "http://example.org/[x]",
+    "http://example.org/?q=[x]",
+    "http://example.org/?q={x}",
+    "http://example.org/{x}",
+    "http://example.org/~user/!$&'()*+,;=:@",
+    "http://Example.org/",
+    "HTTP://example.org/",
+    "http://example.org./",
+    "http://a..b/",
+    "http://-a-/",
+    "http://xn--bcher-kva.example/",
+    "http://bücher.example/",
+    "http://user:pw@example.org/",
+    "http://[::1]:8080/",
+    "http://1.2.3.4/",
+    "http://0.0.0.0/",
+    "http://255.255.255.255/",
+    "http://256.1.1.1/",
+    "http://01.2.3.4/",
+    "http://1.2.3/",
+    "http://1.2.3.4.5/",
+    "http://123/",
+    "ftp://example.org/",
+    "http:/example.org/",
+    "http://",
+    "http://example.org:/",
+    "http://example.org:8a/",
+]
+
+
+def _url_alphabet() -> str:
+    return "abcXYZ019.-_~/:?@!$&'()*+,;=%[]{}#\" `<>|\\^"
+
+
+def _random_urls(count: int) -> list[str]:
+    """Seeded URLs near the plain shape, each with a few characters that may take it past it."""
+    rng = random.Random(20261202)
+    alphabet = _url_alphabet()
+    urls = []
+    for _ in range(count):
+        host = rng.choice(["example.org", "127.0.0.1", "a-b.c", "1.2.3.04", "h", "x.y.z", "300.1.1.1"])
+        port = rng.choice(["", ":80", ":443", ":8080", ":0", ":007", ":65536"])
+        tail = "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 12)))
+        urls.append(f"{rng.choice(['http', 'https'])}://{host}{port}/{tail}")
+    return urls
+
+
+def _httpx_parts(url: str) -> tuple[object, ...] | str:
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        return f"invalid: {exc}"
+    return (parsed.scheme, parsed.userinfo, parsed.raw_host, parsed.port, parsed.netloc, parsed.raw_path)
+
+
+def test_the_fast_paths_own_url_parse_gives_httpxs_parts_or_leaves_the_url_to_httpx() -> None:
+    urls = URL_EDGES + _random_urls(5_000)
+    read_itself = 0
+    for url in urls:
+        wire.parsed.cache_clear()
+        try:
+            mine = wire.parsed(url)
+        except httpx.InvalidURL as exc:
+            assert _httpx_parts(url) == f"invalid: {exc}", url
+            continue
+        if isinstance(mine, wire.Plain):
+            read_itself += 1
+        parts = (mine.scheme, mine.userinfo, mine.raw_host, mine.port, mine.netloc, mine.raw_path)
+        assert parts == _httpx_parts(url), url
+    # not vacuous: the common shapes are read without httpx, the others are not
+    assert read_itself > 500
+    for url in ("http://127.0.0.1:8080/?m=1", "https://example.org", "http://example.org:443/"):
+        assert isinstance(wire.parsed(url), wire.Plain), url
+    for url in ("http://a/%20", "http://a/./b", "http://A/", "http://u@a/", "http://[::1]/", "http://1.2.3.4/#f"):
+        assert isinstance(wire.parsed(url), httpx.URL), url
+    with pytest.raises(httpx.InvalidURL, match="Invalid IPv4 address"):
+        wire.parsed("http://01.2.3.4/")  # httpx's to refuse

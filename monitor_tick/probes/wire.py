@@ -25,12 +25,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import os
+import re
 import socket
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import Any, NamedTuple
 
 import httpx
 
@@ -227,11 +228,49 @@ class Call(asyncio.Protocol):
             self._done.set_exception(exc)
 
 
+class Plain(NamedTuple):
+    """httpx's parse of a plain URL (_PLAIN_URL), with the parts of httpx.URL the probes read."""
+
+    scheme: str
+    raw_host: bytes
+    port: int | None
+    netloc: bytes
+    raw_path: bytes
+    userinfo: bytes = b""
+
+
+# http(s)://host[:port][/path][?query], in lowercase but for the path and query, of characters
+# httpx's parser leaves as they are: nothing to percent-encode ("%" included), no IDNA, no
+# userinfo, no fragment, no IPv6 literal. Most monitors' URLs are this; `parsed` reads them itself
+# in a third of httpx's time (3,000 URLs: about 15 ms against 46 ms; a large tick checks them all
+# before probing) and leaves every other URL to httpx.
+_PLAIN_URL = re.compile(
+    r"(https?)://([a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?)(?::([0-9]{1,5}))?"
+    r"((?:/[A-Za-z0-9._~!$&'()*+,;=:@-]*)*)(\?[A-Za-z0-9._~!$&'()*+,;=:@/?-]*)?"
+)
+_IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")  # httpx's IPv4_STYLE_HOSTNAME
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 @functools.lru_cache(maxsize=4096)
-def parsed(url: str) -> httpx.URL:
-    """httpx's parse of a monitor's URL, once per tick for the row check and the request both
-    (httpx parses in pure Python; raises httpx.InvalidURL)."""
-    return httpx.URL(url)
+def parsed(url: str) -> httpx.URL | Plain:
+    """httpx's parse of a monitor's URL, once per tick for the row check and the request both:
+    a plain URL's read here exactly as httpx reads it (a test holds the two to the same parts),
+    any other by httpx.URL (pure Python; raises httpx.InvalidURL)."""
+    match = _PLAIN_URL.fullmatch(url)
+    if match is None:
+        return httpx.URL(url)
+    scheme, host, port_text, path, query = match.groups()
+    if "/." in path or (_IPV4_STYLE.fullmatch(host) and not _canonical_ipv4(host)):
+        return httpx.URL(url)  # dot segments httpx removes; an address httpx may refuse
+    port = None if port_text is None or int(port_text) == _DEFAULT_PORTS[scheme] else int(port_text)
+    netloc = host if port is None else f"{host}:{port}"
+    return Plain(scheme, host.encode("ascii"), port, netloc.encode("ascii"), ((path or "/") + (query or "")).encode())
+
+
+def _canonical_ipv4(host: str) -> bool:
+    """Four decimal octets of at most 255 without leading zeros: an address httpx accepts as is."""
+    return all(str(int(octet)) == octet and int(octet) <= 255 for octet in host.split("."))
 
 
 def _httptools() -> ModuleType:
@@ -241,7 +280,7 @@ def _httptools() -> ModuleType:
     return httptools
 
 
-def takes(monitor: Monitor, url: httpx.URL) -> bool:
+def takes(monitor: Monitor, url: httpx.URL | Plain) -> bool:
     """Whether the fast path sends this request itself (see the module docstring): a GET with
     no body, since a response handed to httpx means the request is sent again."""
     return monitor.method == "GET" and monitor.body is None and not url.userinfo and url.scheme in ("http", "https")
@@ -257,7 +296,7 @@ def _is_address(host: str) -> bool:
     return False
 
 
-def _request_bytes(monitor: Monitor, url: httpx.URL) -> bytes:
+def _request_bytes(monitor: Monitor, url: httpx.URL | Plain) -> bytes:
     """The GET (`takes`: no body) as httpx's client would put it on the wire (see _ACCEPT).
     Raises UnicodeEncodeError for a header httpx would refuse to send."""
     headers: dict[bytes, tuple[bytes, bytes]] = {b"host": (b"Host", url.netloc)}
