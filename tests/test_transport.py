@@ -23,8 +23,8 @@ import respx
 
 from monitor_tick.core import fanout
 from monitor_tick.core.fanout import make_client, ssl_context
-from monitor_tick.core.model import Monitor, ProbeResult
-from monitor_tick.probes import ProbeContext, wire
+from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
+from monitor_tick.probes import ProbeContext, check_monitor, wire
 from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.http import probe_http
@@ -466,6 +466,8 @@ URL_EDGES = [
     "http://",
     "http://example.org:/",
     "http://example.org:8a/",
+    "http://example.org/" + "b" * 65_536,  # longer than httpx's MAX_URL_LENGTH: httpx refuses it
+    "http://example.org/?" + "b" * 65_516,  # 65,536 in all: accepted
 ]
 
 
@@ -516,3 +518,12 @@ def test_the_fast_paths_own_url_parse_gives_httpxs_parts_or_leaves_the_url_to_ht
         assert isinstance(wire.parsed(url), httpx.URL), url
     with pytest.raises(httpx.InvalidURL, match="Invalid IPv4 address"):
         wire.parsed("http://01.2.3.4/")  # httpx's to refuse
+
+
+def test_a_url_too_long_for_httpx_is_still_refused_by_the_row_check() -> None:
+    """The row check refuses what httpx would refuse, whoever reads the URL: past httpx's 64 KiB
+    a plain-looking URL is invalid, not a check that fails inside monitor-tick every tick."""
+    long_url = "http://127.0.0.1:9/" + "b" * 65_536
+    wire.parsed.cache_clear()
+    with pytest.raises(InvalidMonitor, match="^url is not valid: URL too long$"):
+        check_monitor(monitor(long_url))

@@ -250,6 +250,7 @@ _PLAIN_URL = re.compile(
 )
 _IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")  # httpx's IPv4_STYLE_HOSTNAME
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_PLAIN_URL_MAX = 2048  # longer URLs are httpx's to read, and to refuse past its own limit (64 KiB)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -257,7 +258,7 @@ def parsed(url: str) -> httpx.URL | Plain:
     """httpx's parse of a monitor's URL, once per tick for the row check and the request both:
     a plain URL's read here exactly as httpx reads it (a test holds the two to the same parts),
     any other by httpx.URL (pure Python; raises httpx.InvalidURL)."""
-    match = _PLAIN_URL.fullmatch(url)
+    match = _PLAIN_URL.fullmatch(url) if len(url) <= _PLAIN_URL_MAX else None
     if match is None:
         return httpx.URL(url)
     scheme, host, port_text, path, query = match.groups()
