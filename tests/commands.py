@@ -13,8 +13,19 @@ from monitor_tick.core import clock
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 
 
+# For a live tick whose whole output a test pins: 2026-12-01T00:31:05Z, a minute away from an
+# hour's first minutes (when the problems seen every tick are said, once an hour) and from the
+# daily housekeeping minute (03:17 UTC: auto-pause, "no monitors"), which the real clock reaches.
+ORDINARY_MS = clock.minute_start_ms(29_934_751) + 5_000
+
+
+def clock_at(at_ms: int = ORDINARY_MS) -> dict[str, str]:
+    """The environment entry that runs the installed command under a clock at `at_ms`."""
+    return {"MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(at_ms - clock.now_ms())}
+
+
 def run_at(db: str, at_ms: int, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(at_ms - clock.now_ms())}
+    env = {**os.environ, **clock_at(at_ms)}
     return subprocess.run([MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60, env=env)
 
 

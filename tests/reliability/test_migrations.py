@@ -5,6 +5,7 @@ newer file; read-only commands change nothing."""
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import shutil
 import sqlite3
@@ -16,6 +17,7 @@ import pytest
 
 from monitor_tick import store
 from monitor_tick.store import migrations
+from tests.commands import clock_at
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -23,7 +25,10 @@ V1_TOKEN = (FIXTURES / "v1.token").read_text().strip()
 
 
 def cli(db: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MONITOR_TICK, "--db", db, *args], capture_output=True, text=True, timeout=60)
+    """The command under a fixed ordinary clock: at 03:17 UTC the real one would auto-pause the
+    fixture's monitors, down for over a year, and say so."""
+    env = {**os.environ, **clock_at()}
+    return subprocess.run([MONITOR_TICK, "--db", db, *args], capture_output=True, text=True, timeout=60, env=env)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick.publish.ping import PING_TIMEOUT_S
+from tests.commands import clock_at
 from tests.receivers import JsonReceiver
 from tests.servers import refused_port
 
@@ -32,7 +33,8 @@ def tick(*args: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
         text=True,
         # bounded: the ping's deadline and a tick of nothing due, with room for a loaded machine
         timeout=PING_TIMEOUT_S + 20,
-        env={**{k: v for k, v in os.environ.items() if not k.startswith("MONITOR_TICK_")}, **(env or {})},
+        # none of our own settings from outside; a clock away from the hourly and daily lines
+        env={**{k: v for k, v in os.environ.items() if not k.startswith("MONITOR_TICK_")}, **clock_at(), **(env or {})},
         check=False,
     )
     return done.returncode, done.stdout, done.stderr
