@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import os
 import re
 import socket
@@ -262,16 +263,23 @@ def parsed(url: str) -> httpx.URL | Plain:
     if match is None:
         return httpx.URL(url)
     scheme, host, port_text, path, query = match.groups()
-    if "/." in path or (_IPV4_STYLE.fullmatch(host) and not _canonical_ipv4(host)):
-        return httpx.URL(url)  # dot segments httpx removes; an address httpx may refuse
-    port = None if port_text is None or int(port_text) == _DEFAULT_PORTS[scheme] else int(port_text)
+    if "/." in path or (_IPV4_STYLE.fullmatch(host) and not _valid_ipv4(host)):
+        return httpx.URL(url)  # dot segments httpx removes; an address httpx refuses
+    port = None if port_text is None else int(port_text)
+    if port == _DEFAULT_PORTS[scheme]:
+        port = None
     netloc = host if port is None else f"{host}:{port}"
     return Plain(scheme, host.encode("ascii"), port, netloc.encode("ascii"), ((path or "/") + (query or "")).encode())
 
 
-def _canonical_ipv4(host: str) -> bool:
-    """Four decimal octets of at most 255 without leading zeros: an address httpx accepts as is."""
-    return all(str(int(octet)) == octet and int(octet) <= 255 for octet in host.split("."))
+def _valid_ipv4(host: str) -> bool:
+    """httpx's own test of a host shaped like an IPv4 address (ipaddress: four decimal octets of
+    at most 255, no leading zeros)."""
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _httptools() -> ModuleType:
