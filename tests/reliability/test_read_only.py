@@ -17,6 +17,7 @@ import pytest
 from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.tick import TickOptions, run_tick
+from tests.commands import clock_at
 from tests.conftest import add
 from tests.servers import LocalServer
 
@@ -39,7 +40,7 @@ READERS = [
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
     """The command under a clock a minute after MINUTE's tick: `report` counts the last 24 hours
     back from now, and the real clock would leave that tick behind a day after MINUTE."""
-    env = {**os.environ, "MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(clock.minute_start_ms(MINUTE + 2) - clock.now_ms())}
+    env = {**os.environ, **clock_at(clock.minute_start_ms(MINUTE + 2))}
     return subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, env=env)
 
 
