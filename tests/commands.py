@@ -1,11 +1,18 @@
 """The installed `monitor-tick` command, run in a subprocess under a clock moved to a chosen
-instant (MONITOR_TICK_TEST_CLOCK_OFFSET_MS, see core/clock.py), with `--db` last."""
+instant (MONITOR_TICK_TEST_CLOCK_OFFSET_MS, see core/clock.py), with `--db` last; and `serve`,
+started for a block."""
 
 from __future__ import annotations
 
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from monitor_tick.core import clock
@@ -40,3 +47,45 @@ def ok_at(db: str, at_ms: int, *args: str) -> str:
     run = run_at(db, at_ms, *args)
     assert run.returncode == 0 and created_or_nothing(run.stderr, db), (args, run.stderr)
     return run.stdout
+
+
+@dataclass
+class Served:
+    """A running `monitor-tick serve`."""
+
+    port: int
+    process: subprocess.Popen[str]
+    stderr_lines: queue.Queue[str]  # what it has said on stderr, a line at a time
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def next_stderr_line(self, timeout_s: float = 30) -> str:
+        """The next line it says on stderr, waiting for it; queue.Empty after `timeout_s`."""
+        return self.stderr_lines.get(timeout=timeout_s)
+
+
+@contextmanager
+def serving(db: str) -> Iterator[Served]:
+    """`monitor-tick serve --port 0 --db DB` for the block. At the end it must still run, stop on
+    SIGTERM with exit 0, and have said nothing on stderr that the block did not take."""
+    with subprocess.Popen(
+        [MONITOR_TICK, "serve", "--port", "0", "--db", db], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        stderr = process.stderr
+        try:
+            line = process.stdout.readline()  # printed once listening
+            assert line.startswith("listening on http://127.0.0.1:"), (line, stderr.read())
+            lines: queue.Queue[str] = queue.Queue()
+            reader = threading.Thread(target=lambda: [lines.put(said) for said in stderr], daemon=True)
+            reader.start()
+            yield Served(int(line.rsplit(":", 1)[1]), process, lines)
+            assert process.poll() is None, "serve died during the test"
+            process.send_signal(signal.SIGTERM)
+            assert process.wait(timeout=10) == 0
+            reader.join(timeout=10)
+            assert list(lines.queue) == []
+        finally:
+            if process.poll() is None:
+                process.kill()

@@ -82,6 +82,25 @@ class Server:
     def stop(self) -> None:
         self.pg_ctl("-m", "fast", "-w", "stop")
 
+    def restart(self) -> None:
+        """pg_ctl restart: every open connection is dropped; it returns once the server accepts
+        connections again."""
+        self.pg_ctl("-m", "fast", "-w", "restart")
+
+    def is_running(self) -> bool:
+        return os.path.exists(f"{self.directory}/data/postmaster.pid")
+
+    @contextmanager
+    def outage(self) -> Iterator[None]:
+        """The server stopped for the block, which may start it again; it is started at the end
+        if it was not (the test process's other tests share it), also when the block fails."""
+        self.stop()
+        try:
+            yield
+        finally:
+            if not self.is_running():
+                self.start()
+
 
 def _as_postgres(command: list[str]) -> None:
     if os.geteuid() == 0:

@@ -258,7 +258,7 @@ def test_a_tick_that_loses_postgresql_mid_probe_says_so_writes_nothing_and_the_n
         try:
             # the tick has claimed its minute and is probing
             assert local_server.hits.wait_for("/hang", timeout=20)
-            pg_server.pg_ctl("-m", "fast", "-w", "restart")
+            pg_server.restart()
             out, err = tick.communicate(timeout=30)
         finally:
             tick.kill()

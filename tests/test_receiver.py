@@ -4,7 +4,6 @@ command runs in a subprocess for the whole module, and every test talks to it ov
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import sqlite3
 import struct
@@ -24,6 +23,7 @@ from monitor_tick.core import clock
 from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.heartbeat import new_token, token_digest
 from monitor_tick.receiver import MAX_REQUEST_BYTES, REFUSED
+from tests.commands import serving
 from tests.conftest import add
 
 MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
@@ -66,24 +66,8 @@ def receiver(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Receiver]:
     add(conn, "http://127.0.0.1/site", name="site", every_s=86_400)
     store.remove_monitor(conn, "gone")  # its token must now be as unknown as any other
     conn.close()
-    with subprocess.Popen(
-        [str(MONITOR_TICK), "serve", "--port", "0", "--db", db_path],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    ) as process:
-        assert process.stdout is not None and process.stderr is not None
-        try:
-            line = process.stdout.readline()  # printed once listening
-            assert line.startswith("listening on http://127.0.0.1:"), (line, process.stderr.read())
-            yield Receiver(db_path, int(line.rsplit(":", 1)[1]), tokens, ids, process)
-            assert process.poll() is None, "the receiver died during the tests"
-            process.send_signal(signal.SIGTERM)
-            assert process.wait(timeout=10) == 0
-            assert process.stderr.read() == ""
-        finally:
-            if process.poll() is None:
-                process.kill()
+    with serving(db_path) as served:
+        yield Receiver(db_path, served.port, tokens, ids, served.process)
 
 
 @pytest.fixture
