@@ -24,6 +24,12 @@ It faces an open port, so:
 
 A ping is one upsert into `pings` (store.record_ping), made on a worker thread, one at a time,
 so a locked database never stalls the event loop.
+
+The database may go away and come back while `serve` runs: a PostgreSQL server restarts, a
+SQLite file is replaced by a restore. The connection is then opened again (Database), at the
+ping that finds it lost, and that ping is still answered. While no token can be looked up,
+every ping gets 503 (a client retries it; `curl --retry` does), an unknown token's too: a 404
+would tell a job its token is wrong. One line on stderr says when that starts, one when it ends.
 """
 
 from __future__ import annotations
@@ -32,7 +38,10 @@ import asyncio
 import re
 import signal
 import sqlite3
+import threading
 from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from monitor_tick import store
@@ -47,6 +56,7 @@ PING_PATH = re.compile(r"/ping/([A-Za-z0-9_-]{1,128})(?:/(fail|start))?/?")
 # Kuma's push tokens (10 characters in 1.23, 32 in 2.0) are alphanumeric
 KUMA_PUSH_PATH = re.compile(r"/api/push/([A-Za-z0-9_-]{1,128})/?")
 _DIGITS = re.compile(r"[0-9]{1,9}")
+_T = TypeVar("_T")
 
 
 def _response(status: str, body: str) -> bytes:
@@ -61,12 +71,52 @@ REFUSED = _response("404 Not Found", "not found\n")
 BUSY = _response("503 Service Unavailable", "busy, try again\n")
 
 
-class Receiver:
-    """Answers ping requests, recording them through one database connection."""
+class Database:
+    """The receiver's connection to its database (--db), opened again once lost (see the
+    connections' `lost`). Safe to use from several threads: one runs at a time."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, db: str, conn: Any) -> None:
+        self.db = db
+        self._conn: Any = conn
+        self._lock = threading.Lock()
+
+    def run(self, work: Callable[[Any], _T]) -> _T:
+        """`work(conn)`; if the connection turns out lost under it, `work` once more on a new one.
+        Raises store.StoreError or store.DatabaseError when the database cannot be reached (the
+        next call tries again). A database is never created here: one that is gone stays gone."""
+        with self._lock:
+            held = self._conn is not None and not self._conn.lost()
+            try:
+                return work(self._connection())
+            except (store.StoreError, store.DatabaseError):
+                # a connection held since an earlier ping is found dropped only when used (the
+                # server restarted meanwhile): this ping is answered on a new one
+                if not held or not self._conn.lost():
+                    raise
+            return work(self._connection())
+
+    def _connection(self) -> Any:
+        if self._conn is not None and self._conn.lost():
+            self.close()
+        if self._conn is None:
+            self._conn = store.open_db(self.db, create=False)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            conn.close()
+
+
+class Receiver:
+    """Answers ping requests, recording them in one database; `log` gets a line (for stderr)
+    when the database is lost and when it is back."""
+
+    def __init__(self, database: Database, log: Callable[[str], None]) -> None:
+        self.database = database
+        self.log = log
         self.active = 0
+        self.unreachable = False
         self._db_lock = asyncio.Lock()
 
     async def start(self, host: str, port: int) -> asyncio.Server:
@@ -117,20 +167,29 @@ class Receiver:
             return REFUSED, method == "HEAD"
         async with self._db_lock:
             try:
-                recorded = await asyncio.to_thread(self._record, *found)
-            except (store.StoreError, sqlite3.Error):
+                recorded = await asyncio.to_thread(self.database.run, partial(_record, *found))
+            except (store.StoreError, store.DatabaseError) as exc:
+                if not self.unreachable:
+                    self.unreachable = True
+                    reason = store.describe_error(exc, self.database.db) if isinstance(exc, sqlite3.Error) else exc
+                    self.log(f"pings get 503 until the database is back: {reason}")
                 return BUSY, method == "HEAD"
+        if self.unreachable:
+            self.unreachable = False
+            self.log("the database is back: pings are recorded again")
         return (OK if recorded else REFUSED), method == "HEAD"
 
-    def _record(self, token: str, signal_name: str) -> bool:
-        found = store.heartbeat_by_token(self.conn, token_digest(token))
-        if found is None:
-            return False
-        try:
-            store.record_ping(self.conn, found, signal_name, clock.now_ms())
-        except (sqlite3.IntegrityError, store.ConstraintError):  # removed a moment ago
-            return False
-        return True
+
+def _record(token: str, signal_name: str, conn: Any) -> bool:
+    """Record a ping of the heartbeat with this token; False when there is none."""
+    found = store.heartbeat_by_token(conn, token_digest(token))
+    if found is None:
+        return False
+    try:
+        store.record_ping(conn, found, signal_name, clock.now_ms())
+    except (sqlite3.IntegrityError, store.ConstraintError):  # removed a moment ago
+        return False
+    return True
 
 
 def ping_of(target: str) -> tuple[str, str] | None:
@@ -147,16 +206,18 @@ def ping_of(target: str) -> tuple[str, str] | None:
     return match.group(1), "ok" if status == "up" else "fail"
 
 
-def serve(conn: sqlite3.Connection, host: str, port: int, ready: Callable[[str, int], None]) -> None:
+def serve(
+    database: Database, host: str, port: int, ready: Callable[[str, int], None], log: Callable[[str], None]
+) -> None:
     """Serve until SIGINT or SIGTERM; `ready(host, port)` is called once listening (port 0
-    picks a free port)."""
+    picks a free port), `log(line)` when the database is lost and when it is back."""
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        server = await Receiver(conn).start(host, port)
+        server = await Receiver(database, log).start(host, port)
         bound_host, bound_port = server.sockets[0].getsockname()[:2]
         ready(bound_host, bound_port)
         async with server:

@@ -1,9 +1,14 @@
 """`monitor-tick serve`, the heartbeat receiver, over real HTTP on 127.0.0.1: the installed
-command runs in a subprocess for the whole module, and every test talks to it over sockets."""
+command runs in a subprocess for the whole module, and every test talks to it over sockets. The
+tests that take its database away (a PostgreSQL server restarted and stopped, a file moved)
+start their own."""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+import shutil
 import socket
 import sqlite3
 import struct
@@ -14,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
@@ -25,8 +31,12 @@ from monitor_tick.probes.heartbeat import new_token, token_digest
 from monitor_tick.receiver import MAX_REQUEST_BYTES, REFUSED
 from tests.commands import serving
 from tests.conftest import add
+from tests.postgres import Server
 
 MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
+README = Path(__file__).resolve().parents[1] / "README.md"
+LOST = re.compile(r"monitor-tick: pings get 503 until the database is back: .+\n")
+BACK = "monitor-tick: the database is back: pings are recorded again\n"
 UNKNOWN_TOKEN = "A" * 43
 KUMA_TOKEN = "uK7x2Qm9Lp"  # Uptime Kuma 1.23's push tokens: 10 alphanumeric characters
 
@@ -205,3 +215,82 @@ def test_the_tick_sees_pings_received_over_http(receiver: Receiver, client: http
         assert conn.execute("SELECT cause FROM incidents").fetchall() == [("heartbeat: job reported failure",)]
     finally:
         conn.close()
+
+
+def readme_ping(base_url: str, token: str) -> list[str]:
+    """The README's curl line for a heartbeat's ping, as written, sent to `base_url`."""
+    assert shutil.which("curl"), "curl is missing: `apt-get install -y curl` (the README's test command does)"
+    line = next(
+        line
+        for line in README.read_text(encoding="utf-8").splitlines()
+        if line.lstrip().startswith("curl ") and "/ping/TOKEN" in line
+    )
+    return [
+        word.replace("http://monitor-host:8700", base_url).replace("TOKEN", token)
+        for word in shlex.split(line.partition("#")[0])
+    ]
+
+
+def test_serve_reconnects_after_postgresql_restarts_and_says_503_while_it_is_down(
+    pg_server: Server, client: httpx.Client
+) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url)
+    token, digest = new_token()
+    add(conn, "heartbeat", name="job", every_s=3600, token_sha256=digest)
+    conn.close()
+
+    def last_ping_failed() -> object:
+        with psycopg.connect(url) as raw:
+            return raw.execute("SELECT last_ping_failed FROM pings").fetchone()[0]
+
+    with serving(url) as served:
+
+        def status(path: str) -> int:
+            return client.get(served.url(path)).status_code
+
+        assert status(f"/ping/{token}") == 200
+        pg_server.restart()
+        # the restart dropped serve's connection: the next ping connects again and is recorded
+        assert status(f"/ping/{token}/fail") == 200
+        assert last_ping_failed() == 1
+        # while the server is down no token can be looked up: every ping gets 503, an unknown
+        # token's too, and serve says so in one line, not one a ping
+        curl_env = {name: value for name, value in os.environ.items() if not name.lower().endswith("_proxy")}
+        with pg_server.outage():
+            ping = readme_ping(served.url(""), token)
+            assert "--retry" in ping
+            with subprocess.Popen(ping, env=curl_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as curl:
+                assert LOST.fullmatch(served.next_stderr_line())  # said when curl's first try got 503
+                paths = (f"/ping/{token}", f"/ping/{UNKNOWN_TOKEN}", f"/api/push/{token}")
+                assert [status(path) for path in paths] == [503, 503, 503]
+                pg_server.start()
+                # the README's curl line retries: its ping, sent during the outage, is recorded
+                assert curl.wait(timeout=60) == 0, curl.communicate()
+        assert last_ping_failed() == 0
+        assert status(f"/ping/{UNKNOWN_TOKEN}") == 404
+        assert served.next_stderr_line() == BACK
+
+
+def test_serve_says_503_while_its_database_file_is_gone_and_records_pings_once_it_is_back(tmp_path: Path) -> None:
+    db = tmp_path / "monitor-tick.db"
+    conn = store.open_db(str(db))
+    token, digest = new_token()
+    job = add(conn, "heartbeat", name="job", every_s=3600, token_sha256=digest)
+    conn.close()
+    with serving(str(db)) as served, httpx.Client(trust_env=False, timeout=10) as client:
+        assert client.get(served.url(f"/ping/{token}")).status_code == 200
+        db.rename(tmp_path / "moved.db")
+        # no database to look a token up in: 503, never 404, and a new empty file is never made
+        assert [client.get(served.url(f"/ping/{t}")).status_code for t in (token, UNKNOWN_TOKEN, token)] == [503] * 3
+        assert LOST.fullmatch(served.next_stderr_line())
+        assert not db.exists()
+        (tmp_path / "moved.db").rename(db)
+        assert client.get(served.url(f"/ping/{token}/fail")).status_code == 200
+        assert served.next_stderr_line() == BACK
+        assert client.get(served.url(f"/ping/{UNKNOWN_TOKEN}")).status_code == 404
+    raw = sqlite3.connect(db)
+    try:
+        assert raw.execute("SELECT monitor_id, last_ping_failed FROM pings").fetchall() == [(job, 1)]
+    finally:
+        raw.close()

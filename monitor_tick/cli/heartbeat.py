@@ -58,22 +58,28 @@ def serve(
     db: DbOption = None,
 ) -> None:
     """Receive heartbeat pings over HTTP until stopped (Ctrl-C or SIGTERM): jobs elsewhere run
-    curl -fsS http://HOST:PORT/ping/TOKEN (or .../TOKEN/fail, .../TOKEN/start); Uptime Kuma's push
-    path /api/push/TOKEN?status=up|down works too. Prints the address it listens on; unknown tokens
-    get the same 404 as any other bad request."""
-    serve_forever = deferred.receiver().serve
-    conn = connect(db_path(ctx, db), create=True)
+    curl -fsS --retry 5 --retry-connrefused http://HOST:PORT/ping/TOKEN (or .../TOKEN/fail,
+    .../TOKEN/start); Uptime Kuma's push path /api/push/TOKEN?status=up|down works too. Prints the
+    address it listens on; unknown tokens get the same 404 as any other bad request. When the
+    database is lost (a PostgreSQL restart, a restored SQLite file), it connects again; until
+    then pings get 503, and one line on stderr says so."""
+    receiver = deferred.receiver()
+    path = db_path(ctx, db)
+    database = receiver.Database(path, connect(path, create=True))
 
     def ready(bound_host: str, bound_port: int) -> None:
         shown = f"[{bound_host}]" if ":" in bound_host else bound_host
         typer.echo(f"listening on http://{shown}:{bound_port}")
 
+    def log(line: str) -> None:
+        typer.echo(f"monitor-tick: {line}", err=True)
+
     try:
-        serve_forever(conn, host, port, ready)
+        receiver.serve(database, host, port, ready, log)
     except OSError as exc:
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
     finally:
-        conn.close()
+        database.close()
 
 
 @heartbeat_app.command("rotate")

@@ -109,7 +109,7 @@ class _NumberLoader(Loader):
 
 class Connection:
     """A PostgreSQL connection with the few methods the store's modules use on SQLite's
-    (execute, executemany, begin_write, rollback_quietly, close). psycopg runs in autocommit,
+    (execute, executemany, begin_write, rollback_quietly, lost, close). psycopg runs in autocommit,
     so BEGIN and COMMIT are statements, as on SQLite with isolation_level=None."""
 
     engine = "postgresql"
@@ -140,6 +140,11 @@ class Connection:
     def begin_write(self) -> None:
         self.execute("BEGIN")
         self.execute("SELECT pg_advisory_xact_lock(?)", (_WRITE_LOCK_KEY,))
+
+    def lost(self) -> bool:
+        """Whether the server dropped this connection (a restart, a failover): a process that
+        keeps it open (`serve`) connects again."""
+        return bool(self.raw.broken or self.raw.closed)
 
     def rollback_quietly(self) -> None:
         # a connection the server dropped has nothing to roll back: the server did it

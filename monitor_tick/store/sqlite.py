@@ -28,6 +28,8 @@ class Connection(sqlite3.Connection):
 
     engine = "sqlite"
     statements: dict[str, str] = {}  # SQLite runs every statement as the modules write it
+    path: str
+    file_id: tuple[int, int] | None  # the file `path` named when it was opened (see _file_id)
 
     def begin_write(self) -> None:
         # the write lock up front: a deferred transaction that reads and then writes gets
@@ -36,6 +38,13 @@ class Connection(sqlite3.Connection):
 
     def rollback_quietly(self) -> None:
         self.execute("ROLLBACK")
+
+    def lost(self) -> bool:
+        """Whether `path` no longer names the file this connection has open (replaced by a
+        restore, moved or removed): a process that keeps it open (`serve`) opens `path` again.
+        Closing this connection then is safe: SQLite sees that its file has moved, so it neither
+        checkpoints nor deletes the -wal, which by its name is now the new file's."""
+        return _file_id(self.path) != self.file_id
 
 
 # What the statements raise (callers catch it and word it with describe_error)
@@ -108,6 +117,9 @@ def _connect(
 ) -> Connection:
     """Connect to `path` in SQLite's `mode` (rw, ro) and run `prepare` on the connection; on any
     error close it and raise StoreError (`describe` words a sqlite3 error)."""
+    # before connecting: a file swapped in between is then taken for replaced once too often
+    # (one needless reopen), never the other way round (a replacement missed for good)
+    file_id = _file_id(path)
     try:
         conn = sqlite3.connect(
             f"file:{_uri_path(path)}?mode={mode}",
@@ -119,6 +131,7 @@ def _connect(
         )
     except sqlite3.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from None
+    conn.path, conn.file_id = path, file_id
     try:
         prepare(conn)
     except sqlite3.Error as exc:
@@ -128,6 +141,15 @@ def _connect(
         conn.close()
         raise
     return conn
+
+
+def _file_id(path: str) -> tuple[int, int] | None:
+    """The file `path` names, as (device, inode); None when there is none."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _uri_path(path: str) -> str:

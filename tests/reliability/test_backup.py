@@ -1,6 +1,6 @@
 """Backups: `backup --out FILE` makes a consistent, private copy while ticks commit; `check`
 says in one line whether a file is sound; the README's restore steps, run as written, give a
-file that passes `check` and ticks."""
+file that passes `check` and ticks, and a `serve` left running records pings in it."""
 
 from __future__ import annotations
 
@@ -14,9 +14,12 @@ import textwrap
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from monitor_tick import store
+from monitor_tick.probes.heartbeat import new_token
+from tests.commands import serving
 from tests.conftest import add
 
 BIN = Path(sys.executable).parent
@@ -156,6 +159,20 @@ def _restore_steps() -> str:
     return textwrap.dedent(block.group(1))
 
 
+def _restore(db_path: str, backup: Path, tmp_path: Path) -> None:
+    """Run the README's restore steps as written, on `db_path` from `backup`."""
+    steps = _restore_steps()
+    assert "DB=/var/lib/monitor-tick/monitor-tick.db" in steps and "/var/lib/monitor-tick/tick.lock" in steps
+    steps = (
+        steps.replace("/var/lib/monitor-tick/monitor-tick.db", db_path)
+        .replace("/var/lib/monitor-tick/tick.lock", str(tmp_path / "tick.lock"))
+        .replace("/var/backups/monitor-tick-2026-12-01.db", str(backup))
+    )
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    restored = subprocess.run(["sh", "-ec", steps], capture_output=True, text=True, timeout=60, env=env)
+    assert restored.returncode == 0, restored.stderr
+
+
 def test_the_readme_restore_steps_give_a_file_that_checks_and_ticks(db_path: str, tmp_path: Path) -> None:
     conn = store.open_db(db_path)
     kept = add(conn, "heartbeat", name="kept")
@@ -168,16 +185,7 @@ def test_the_readme_restore_steps_give_a_file_that_checks_and_ticks(db_path: str
     # not let that -wal be replayed onto the restored file
     died = subprocess.run([sys.executable, "-c", KILLED_WRITER, db_path], timeout=60, cwd=README.parent)
     assert died.returncode == -9 and Path(f"{db_path}-wal").stat().st_size > 0
-    steps = _restore_steps()
-    assert "DB=/var/lib/monitor-tick/monitor-tick.db" in steps and "/var/lib/monitor-tick/tick.lock" in steps
-    steps = (
-        steps.replace("/var/lib/monitor-tick/monitor-tick.db", db_path)
-        .replace("/var/lib/monitor-tick/tick.lock", str(tmp_path / "tick.lock"))
-        .replace("/var/backups/monitor-tick-2026-12-01.db", str(backup))
-    )
-    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
-    restored = subprocess.run(["sh", "-ec", steps], capture_output=True, text=True, timeout=60, env=env)
-    assert restored.returncode == 0, restored.stderr
+    _restore(db_path, backup, tmp_path)
     assert cli("check", "--db", db_path).returncode == 0
     assert stat.S_IMODE(Path(db_path).stat().st_mode) == 0o600
     tick = cli("--minute", str(MINUTE + 1), "--db", db_path)
@@ -186,6 +194,40 @@ def test_the_readme_restore_steps_give_a_file_that_checks_and_ticks(db_path: str
     assert raw.execute("SELECT id, name FROM monitors").fetchall() == [(kept, "kept")]
     assert raw.execute("SELECT minute FROM ticks WHERE finished_at_ms IS NOT NULL").fetchall() == [(MINUTE + 1,)]
     raw.close()
+
+
+def test_serve_left_running_through_the_restore_steps_records_pings_in_the_restored_file(
+    db_path: str, tmp_path: Path
+) -> None:
+    conn = store.open_db(db_path)
+    token, digest = new_token()
+    job = add(conn, "heartbeat", name="job", token_sha256=digest)
+    conn.close()
+    backup = tmp_path / "monitor-tick-2026-12-01.db"
+    assert cli("backup", "--out", str(backup), "--db", db_path).returncode == 0
+    rotated = cli("heartbeat", "rotate", "job", "--db", db_path).stdout.strip()  # the backup keeps `token`
+    with serving(db_path) as served, httpx.Client(trust_env=False, timeout=10) as client:
+
+        def status(ping_token: str) -> int:
+            return client.get(served.url(f"/ping/{ping_token}")).status_code
+
+        assert (status(rotated), status(token)) == (200, 404)
+        _restore(db_path, backup, tmp_path)
+        # another process adds a heartbeat to the restored file and keeps it open, so that its
+        # commit is still in the -wal when serve lets go of the file it had open
+        held = store.open_db(db_path)
+        try:
+            later_token, later_digest = new_token()
+            later = add(held, "heartbeat", name="later", token_sha256=later_digest)
+            assert Path(f"{db_path}-wal").stat().st_size > 0
+            assert (status(token), status(later_token), status(rotated)) == (200, 200, 404)
+        finally:
+            held.close()
+    raw = sqlite3.connect(db_path)
+    try:
+        assert raw.execute("SELECT monitor_id FROM pings ORDER BY monitor_id").fetchall() == [(job,), (later,)]
+    finally:
+        raw.close()
 
 
 @pytest.mark.parametrize("out", ["", ":memory:"])
