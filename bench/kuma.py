@@ -45,8 +45,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import common  # bench/common.py: Figure, print_figure, monitor_row, db_with, run_child_usage
 import nginx  # bench/nginx.py, beside this script
-import run  # bench/run.py: Figure, print_figure, monitor_row, db_with
 
 NUMBER = 10
 KUMA_DIR = Path(os.environ.get("KUMA_DIR", "/work/kuma/uptime-kuma"))
@@ -90,19 +90,19 @@ class Side:
 
 
 def measure_tick(size: int, port: int) -> Side:
-    rows = [run.monitor_row(i, f"http://127.0.0.1:{port}/?m={i}") for i in range(1, size + 1)]
-    path = run.db_with(f"kuma-mt-{size}.db", rows)
+    rows = [common.monitor_row(i, f"http://127.0.0.1:{port}/?m={i}") for i in range(1, size + 1)]
+    path = common.db_with(f"kuma-mt-{size}.db", rows)
     before = used_bytes(path)
-    argv = run.monitor_tick_argv()
+    argv = common.monitor_tick_argv()
     cpu = 0.0
     peak_kib = 0
     for k in range(TICKS):  # consecutive minutes of one hour, as cron runs them
-        _, kib, seconds = run.run_child_usage(
-            [*argv, "--db", path, "--minute", str(run.MINUTE + k), "--retry-delay", "0"]
+        _, kib, seconds = common.run_child_usage(
+            [*argv, "--db", path, "--minute", str(common.MINUTE + k), "--retry-delay", "0"]
         )
         cpu += seconds
         peak_kib = max(peak_kib, kib)
-    run.assert_all_up(path, size, TICKS)  # (its last connection checkpoints the WAL into the file)
+    common.assert_all_up(path, size, TICKS)  # (its last connection checkpoints the WAL into the file)
     checks = size * TICKS
     after = used_bytes(path)
     grown = {name: after.get(name, 0) - before.get(name, 0) for name in after}
@@ -292,7 +292,7 @@ def _measure_kuma(size: int, port: int, window_s: float) -> Side:
 # ---------------------------------------------------------------------------------------------
 
 
-def kuma_figure(sizes: Sequence[int] = (100, 1_000), window_s: float = WINDOW_S) -> run.Figure | str:
+def kuma_figure(sizes: Sequence[int] = (100, 1_000), window_s: float = WINDOW_S) -> common.Figure | str:
     """The figure, or the one-line reason it was skipped."""
     missing = kuma_missing()
     if missing:
@@ -335,7 +335,7 @@ def kuma_figure(sizes: Sequence[int] = (100, 1_000), window_s: float = WINDOW_S)
         "both against nginx on 127.0.0.1 (bench/nginx.py, keepalive off: a fresh connection per check)",
     ]
     size, tick, kuma = results[-1]
-    return run.Figure(
+    return common.Figure(
         NUMBER,
         f"CPU per check vs Uptime Kuma {version}",
         f"monitor-tick {tick.cpu_per_1000_s:.2f} s / 1,000 checks at {size:,}",
@@ -358,7 +358,7 @@ def main(argv: Sequence[str]) -> int:
     if isinstance(figure, str):
         print(f"\n{NUMBER}. CPU per check vs Uptime Kuma {kuma_version()}  skipped: {figure}")
     else:
-        run.print_figure(figure, time.perf_counter() - started)
+        common.print_figure(figure, time.perf_counter() - started)
     return 0
 
 

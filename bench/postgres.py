@@ -26,14 +26,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
-import run  # noqa: E402  (bench/run.py: the SQLite figures' helpers)
+import common  # noqa: E402  (bench/common.py: the SQLite figures' helpers)
+import run  # noqa: E402  (bench/run.py: figure 4's database)
 
 from monitor_tick import store  # noqa: E402
 from monitor_tick.core import clock  # noqa: E402
 from monitor_tick.core.model import CheckResult  # noqa: E402
 from tests.postgres import Server, running_server  # noqa: E402
 
-MINUTE = run.MINUTE
+MINUTE = common.MINUTE
 
 
 def due_selection(server: Server, count: int) -> None:
@@ -55,7 +56,7 @@ def due_selection(server: Server, count: int) -> None:
             begun = time.perf_counter()
             dues.append(len(store.select_due(conn, minute, clock.minute_start_ms(minute))))
             times.append((time.perf_counter() - begun) * 1000)
-        figures[name] = (run.median(times), run.median(dues))
+        figures[name] = (common.median(times), common.median(dues))
         if name == "PostgreSQL":
             plan = "\n".join(
                 row[0]
@@ -84,7 +85,7 @@ def _hosts(db: str, count: int, minute: int) -> tuple[float, float]:
     started = time.perf_counter()
     processes = [
         subprocess.Popen(
-            [*run.monitor_tick_argv(), "--db", db, "--host-name", f"h{n}", "--budget", "25s", "--lease", "40s"],
+            [*common.monitor_tick_argv(), "--db", db, "--host-name", f"h{n}", "--budget", "25s", "--lease", "40s"],
             env=env,
             stdout=subprocess.DEVNULL,
         )
@@ -99,8 +100,8 @@ def _hosts(db: str, count: int, minute: int) -> tuple[float, float]:
 
 
 def fleet(server: Server, port: int, monitors: int = 600) -> None:
-    rows = [run.monitor_row(i, f"http://127.0.0.1:{port}/d/200?m={i}") for i in range(1, monitors + 1)]
-    sqlite_path = run.db_with("fleet.db", rows)
+    rows = [common.monitor_row(i, f"http://127.0.0.1:{port}/d/200?m={i}") for i in range(1, monitors + 1)]
+    sqlite_path = common.db_with("fleet.db", rows)
     template = server.empty_database()
     store.copy_database(sqlite_path, template)
     print(f"2. fleet: {monitors} one-minute monitors answering after 200 ms, one minute each run")
@@ -120,7 +121,7 @@ def fleet(server: Server, port: int, monitors: int = 600) -> None:
 
 
 def claim_cost(server: Server) -> None:
-    sqlite_path = run.db_with("claims.db", [])
+    sqlite_path = common.db_with("claims.db", [])
     url = server.fresh_database()
     repeats = 200
     conn = store.open_db(sqlite_path)
@@ -148,8 +149,8 @@ def claim_cost(server: Server) -> None:
 
 
 def storage(server: Server, monitors: int = 200, days: int = 3) -> None:
-    rows = [run.monitor_row(i, f"https://site-{i}.example/") for i in range(1, monitors + 1)]
-    sqlite_path = run.db_with("pg-storage.db", rows)
+    rows = [common.monitor_row(i, f"https://site-{i}.example/") for i in range(1, monitors + 1)]
+    sqlite_path = common.db_with("pg-storage.db", rows)
     url = server.empty_database()
     store.copy_database(sqlite_path, url)
     sizes = {}
@@ -185,8 +186,8 @@ def storage(server: Server, monitors: int = 200, days: int = 3) -> None:
 
 def main(argv: list[str]) -> int:
     count = int(argv[0]) if argv else 100_000
-    run.OUT.mkdir(exist_ok=True)
-    with running_server() as server, run.lean_server() as port:
+    common.OUT.mkdir(exist_ok=True)
+    with running_server() as server, common.lean_server() as port:
         due_selection(server, count)
         fleet(server, port)
         claim_cost(server)

@@ -1,8 +1,10 @@
 """The import contracts in pyproject.toml ([tool.importlinter]): arrows point down only, and no
-package holds an import circle. A lazy import counts as an import; no contract ignores one."""
+package holds an import circle. A lazy import counts as an import; no contract ignores one. The
+scripts of bench/, which import-linter does not see, hold no circle either."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -26,3 +28,63 @@ def test_a_broken_contract_fails(tmp_path: Path) -> None:
         'layers = ["monitor_tick.core.clock", "monitor_tick.cli"]\n'
     )
     assert lint_imports(config_filename=str(config), no_cache=True, no_logo=True) == 1
+
+
+# bench/ is a folder of scripts, not a package: each runs with bench/ first on sys.path and
+# imports its siblings by their bare names (`import common`), which import-linter, walking a
+# package's dotted names, does not see. So its import graph is read here from the source.
+def sibling_imports(folder: Path) -> dict[str, set[str]]:
+    """Each module of `folder` (no subfolders) -> the modules beside it that it imports, lazy
+    imports included (`import x`, `from x import y`, and `bench.x` spelled in full)."""
+    names = {path.stem for path in folder.glob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for path in folder.glob("*.py"):
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                imported.add(node.module)
+                if node.module == folder.name:
+                    imported.update(alias.name for alias in node.names)
+        graph[path.stem] = {
+            first for name in imported if (first := name.removeprefix(f"{folder.name}.").split(".")[0]) in names
+        }
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of `graph`, each as the path that closes it (a -> b -> a)."""
+    found: list[list[str]] = []
+    done: set[str] = set()
+
+    def walk(module: str, path: list[str]) -> None:
+        for imported in sorted(graph[module]):
+            if imported in path:
+                found.append([*path[path.index(imported) :], imported])
+            elif imported not in done:
+                walk(imported, [*path, imported])
+        done.add(module)
+
+    for module in sorted(graph):
+        if module not in done:
+            walk(module, [module])
+    return found
+
+
+def test_bench_has_no_import_circle() -> None:
+    graph = sibling_imports(ROOT / "bench")
+    assert graph["run"], "the walk sees run.py's imports of its siblings"
+    assert not circles(graph), circles(graph)
+
+
+def test_an_import_circle_is_found(tmp_path: Path) -> None:
+    """The check above can fail: a lazy import back from a sibling closes a circle."""
+    folder = tmp_path / "bench"
+    folder.mkdir()
+    (folder / "a.py").write_text("import b\nimport os\n")
+    (folder / "b.py").write_text("from c import x\n")
+    (folder / "c.py").write_text("def f():\n    from bench import a\n")
+    (folder / "d.py").write_text("import bench.c\n")
+    assert sibling_imports(folder) == {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"c"}}
+    assert circles(sibling_imports(folder)) == [["a", "b", "c", "a"]]

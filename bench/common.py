@@ -1,0 +1,188 @@
+"""What bench/run.py's figures and bench/kuma.py share: the Figure and how it is printed, the
+bench's constants, databases of monitors under bench/out/, the lean server, and fresh processes
+timed with their peak memory and CPU.
+
+Imported by its bare name (`import common`), as the scripts beside it import each other: each
+runs with bench/ first on sys.path.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import bulk  # bench/bulk.py, beside this module
+
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.tick import TickOptions, run_tick
+
+BENCH = Path(__file__).resolve().parent
+OUT = BENCH / "out"
+MINUTE = 29_934_721  # 2026-12-01T00:01Z: a replayed minute, away from the :00 boundaries
+CONCURRENCY = 50
+
+
+@dataclass
+class Figure:
+    number: int
+    title: str
+    measured: str
+    reference: str
+    ratio: float
+    goal: str
+    passed: bool
+    notes: list[str] = field(default_factory=list)
+
+
+def print_figure(figure: Figure, seconds: float) -> None:
+    print(
+        f"\n{figure.number}. {figure.title}  [{seconds:.0f} s]\n"
+        f"   measured {figure.measured}   reference {figure.reference}   "
+        f"ratio {figure.ratio:.2f}x   goal {figure.goal}   {'PASS' if figure.passed else 'MISS'}"
+    )
+    for note in figure.notes:
+        print(f"   - {note}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+@contextmanager
+def lean_server() -> Iterator[int]:
+    """bench/server.py in its own process; yields its port on 127.0.0.1."""
+    process = subprocess.Popen(
+        [sys.executable, str(BENCH / "server.py")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        yield int(process.stdout.readline())
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()
+        process.wait(timeout=10)
+
+
+def fresh_db(name: str) -> str:
+    OUT.mkdir(exist_ok=True)
+    path = OUT / name
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    return str(path)
+
+
+def monitor_row(
+    monitor_id: int,
+    url: str,
+    interval_sec: int = 60,
+    *,
+    owner_id: int | None = None,
+    aligned: bool = False,
+    timeout_s: float = 10.0,
+    enabled: bool = True,
+    auto_paused: bool = False,
+) -> tuple[object, ...]:
+    """A row for bulk.insert_monitors (its _BULK_MONITOR_COLUMNS order)."""
+    return (
+        monitor_id,
+        owner_id,
+        f"m{monitor_id}",
+        "http",
+        url,
+        interval_sec,
+        int(aligned),
+        "GET",
+        "200-399",
+        None,
+        timeout_s,
+        0,  # retries: the bench's servers never fail
+        int(enabled),
+        int(auto_paused),
+        0,
+    )
+
+
+def db_with(name: str, rows: Sequence[tuple[object, ...]]) -> str:
+    path = fresh_db(name)
+    conn = store.open_db(path)
+    bulk.insert_monitors(conn, rows)
+    conn.close()
+    return path
+
+
+def timed_tick(path: str, minute: int, **options: object) -> tuple[float, dict[str, object]]:
+    """Wall seconds of one real tick (run_tick) of a replayed minute, and its JSON report."""
+    started = time.perf_counter()
+    report = run_tick(TickOptions(db_path=path, minute=minute, retry_delay_s=0, **options))  # type: ignore[arg-type]
+    return time.perf_counter() - started, report.as_json()
+
+
+# Runs one command and reports its wall time and peak RSS. Linux counts the RSS of the process
+# that forked a child into the child's peak (exec keeps the old memory's high-water mark), so
+# the command is started from this small launcher (python -S, ~7 MB), not from the bench (~50 MB).
+_LAUNCHER = """
+import os, sys, time
+started = time.perf_counter()
+quiet = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]  # our stdout carries the figures
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], os.environ, file_actions=quiet)
+_, status, usage = os.wait4(pid, 0)
+cpu = usage.ru_utime + usage.ru_stime
+print(time.perf_counter() - started, usage.ru_maxrss, cpu, os.waitstatus_to_exitcode(status))
+"""
+
+
+# Children run as on a user's machine, where `pip install` has compiled every module: with
+# PYTHONDONTWRITEBYTECODE set (as in some sandboxes) each fresh process would compile the whole
+# package again, and the bench would time the compiler. Timed figures take medians, and their
+# first run writes the caches.
+CHILD_ENV = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
+def run_child(argv: Sequence[str], extra_env: dict[str, str] | None = None) -> tuple[float, int]:
+    """(wall seconds, peak RSS in KiB) of a fresh process; raises if it fails."""
+    wall, peak_kib, _ = run_child_usage(argv, extra_env)
+    return wall, peak_kib
+
+
+def run_child_usage(argv: Sequence[str], extra_env: dict[str, str] | None = None) -> tuple[float, int, float]:
+    """(wall seconds, peak RSS in KiB, CPU seconds: user + system) of a fresh process; raises if
+    it fails."""
+    done = subprocess.run(
+        [sys.executable, "-S", "-c", _LAUNCHER, *argv],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=600,
+        env={**CHILD_ENV, **(extra_env or {})},
+    )
+    wall, peak_kib, cpu, code = done.stdout.split()
+    if int(code) != 0:
+        raise RuntimeError(f"{argv} exited {code}: {done.stderr}")
+    return float(wall), int(peak_kib), float(cpu)
+
+
+def monitor_tick_argv() -> list[str]:
+    """The installed console script, as cron runs it (python -m monitor_tick if not installed)."""
+    script = Path(sys.executable).parent / "monitor-tick"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "monitor_tick"]
+
+
+def assert_all_up(path: str, count: int, minutes: int = 1) -> None:
+    """Every one of `count` monitors was checked once a minute in the `minutes` from MINUTE, up."""
+    conn = store.open_db(path)
+    rows = store.report(conn, clock.minute_start_ms(MINUTE), clock.minute_start_ms(MINUTE + minutes))
+    conn.close()
+    checks, failures = sum(r["checks"] for r in rows), sum(r["failures"] for r in rows)
+    assert checks == count * minutes and not failures, f"{path}: {checks} checks, {failures} failures"
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values)
