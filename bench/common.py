@@ -1,6 +1,6 @@
 """What bench/run.py's figures and bench/kuma.py share: the Figure and how it is printed, the
-bench's constants, databases of monitors under bench/out/, the lean server, and fresh processes
-timed with their peak memory and CPU.
+bench's constants, databases of monitors under bench/out/, the lean server, fresh processes
+timed with their peak memory and CPU, and the raw client that figures 2 and 9 measure against.
 
 Imported by its bare name (`import common`), as the scripts beside it import each other: each
 runs with bench/ first on sys.path.
@@ -8,6 +8,7 @@ runs with bench/ first on sys.path.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import statistics
 import subprocess
@@ -186,3 +187,28 @@ def assert_all_up(path: str, count: int, minutes: int = 1) -> None:
 
 def median(values: Sequence[float]) -> float:
     return statistics.median(values)
+
+
+# ---------------------------------------------------------------------------------------------
+# The raw client: the reference of figures 2 and 9
+
+
+async def raw_client(port: int, count: int) -> float:
+    """Checks per second of a minimal raw-asyncio HTTP client: open, GET, read to EOF, close."""
+    request = (
+        f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUser-Agent: raw\r\nAccept: */*\r\nConnection: close\r\n\r\n"
+    ).encode()
+    slots = asyncio.Semaphore(CONCURRENCY)
+
+    async def one() -> None:
+        async with slots:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(request)
+            data = await reader.read()
+            writer.close()
+            if not data.startswith(b"HTTP/1.1 200"):
+                raise RuntimeError(data[:40])
+
+    started = time.perf_counter()
+    await asyncio.gather(*(one() for _ in range(count)))
+    return count / (time.perf_counter() - started)

@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import common  # noqa: E402  (bench/common.py: the SQLite figures' helpers)
-import run  # noqa: E402  (bench/run.py: figure 4's database)
+import figures_scale  # noqa: E402  (bench/figures_scale.py: figure 4's database)
 
 from monitor_tick import store  # noqa: E402
 from monitor_tick.core import clock  # noqa: E402
@@ -38,7 +38,7 @@ MINUTE = common.MINUTE
 
 
 def due_selection(server: Server, count: int) -> None:
-    sqlite_path = run.selection_db(count)
+    sqlite_path = figures_scale.selection_db(count)
     url = server.empty_database()
     started = time.perf_counter()
     store.copy_database(sqlite_path, url)  # `monitor-tick migrate`

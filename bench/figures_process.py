@@ -1,0 +1,232 @@
+"""Figures 3, 6, 8 and 9 of bench/run.py: `monitor-tick` as a fresh process, as cron runs it,
+timed with its peak memory: the idle tick (3), a tick with 10,000 due (6), the small tick against
+nginx (8) and the whole process's throughput against nginx (9)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import sys
+from pathlib import Path
+
+import nginx  # bench/nginx.py
+from common import (  # bench/common.py: what the figures share with bench/kuma.py
+    MINUTE,
+    OUT,
+    Figure,
+    assert_all_up,
+    db_with,
+    lean_server,
+    median,
+    monitor_row,
+    monitor_tick_argv,
+    raw_client,
+    run_child,
+)
+
+from monitor_tick import store
+from monitor_tick.core import clock
+
+# ---------------------------------------------------------------------------------------------
+# 3. Idle tick
+
+
+def idle_rows(count: int, first_minute: int, window_min: int, rng: random.Random) -> list[tuple[object, ...]]:
+    """`count` monitors (15 min to 1 day, a tenth aligned) none of which is due in the minutes
+    [first_minute, first_minute + window_min): ids are skipped where their phase would be."""
+    window = range(first_minute, first_minute + window_min)
+    periods = [15, 30, 60, 60, 360, 720, 1_440, 1_440]
+    rows: list[tuple[object, ...]] = []
+    monitor_id = 0
+    while len(rows) < count:
+        period = rng.choice(periods)
+        aligned = rng.random() < 0.1 and all(m % period != 0 for m in window)
+        monitor_id += 1
+        while not aligned and any(m % period == monitor_id % period for m in window):
+            monitor_id += 1
+        rows.append(monitor_row(monitor_id, f"https://site-{monitor_id}.example/", period * 60, aligned=aligned))
+    return rows
+
+
+def idle() -> Figure:
+    count, runs, window_min = 10_000, 15, 5
+    first_minute = clock.minute_of_ms(clock.now_ms())
+    template = db_with("idle.db", idle_rows(count, first_minute, window_min, random.Random(3)))
+    conn = store.open_db(template)
+    for minute in range(first_minute, first_minute + window_min):
+        assert not store.select_due(conn, minute, clock.minute_start_ms(minute)), minute
+    conn.close()
+    copy = str(OUT / "idle-run.db")
+    bare: list[tuple[float, int]] = []
+    tick: list[tuple[float, int]] = []
+    argv = monitor_tick_argv()
+    for _ in range(runs):
+        bare.append(run_child([sys.executable, "-c", "import sqlite3"]))
+        shutil.copy(template, copy)  # a fresh copy: each run claims its minute, as cron's does
+        for suffix in ("-wal", "-shm"):
+            Path(copy + suffix).unlink(missing_ok=True)
+        tick.append(run_child([*argv, "--db", copy]))
+    if clock.minute_of_ms(clock.now_ms()) >= first_minute + window_min:
+        raise RuntimeError("idle bench outran its window of no-due minutes; rerun")
+    bare_s, tick_s = median([w for w, _ in bare]), median([w for w, _ in tick])
+    bare_mb, tick_mb = median([r for _, r in bare]) / 1024, median([r for _, r in tick]) / 1024
+    ratio = tick_s / bare_s
+    return Figure(
+        3,
+        "idle tick, 10,000 monitors, none due",
+        f"{tick_s * 1000:.0f} ms, {tick_mb:.1f} MB",
+        f"python -c 'import sqlite3' {bare_s * 1000:.0f} ms, {bare_mb:.1f} MB",
+        ratio,
+        "<= 3x, <= 25 MB",
+        ratio <= 3 and tick_mb <= 25,
+        [f"`{' '.join(Path(a).name for a in argv)} --db COPY` as a fresh process, medians of {runs} runs each"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 6. Peak memory
+
+
+def memory() -> Figure:
+    count = 10_000
+    with lean_server() as port:
+        path = db_with("memory.db", [monitor_row(i, f"http://127.0.0.1:{port}/?m={i}") for i in range(1, count + 1)])
+        wall, peak_kib = run_child([*monitor_tick_argv(), "--db", path, "--minute", str(MINUTE), "--retry-delay", "0"])
+    assert_all_up(path, count)
+    peak_mb = peak_kib / 1024
+    return Figure(
+        6,
+        "peak memory, tick with 10,000 due",
+        f"{peak_mb:.0f} MB",
+        "goal 100 MB",
+        peak_mb / 100,
+        "<= 100 MB",
+        peak_mb <= 100,
+        [f"`monitor-tick --minute` as a fresh process against the lean server, {wall:.1f} s"],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 8. The small tick
+
+SMALL_RUNS = 7
+
+
+def small_tick_rows(count: int, http_url: str, tls_url: str | None = None, enabled: bool = True) -> list[tuple]:
+    """`count` one-minute monitors; with `tls_url`, every other one is https://."""
+    return [
+        monitor_row(i, f"{tls_url if tls_url and i % 2 else http_url}?m={i}", enabled=enabled)
+        for i in range(1, count + 1)
+    ]
+
+
+def copy_of(template: str) -> str:
+    """Where timed_ticks copies `template` (the last copy stays, for the figure's checks)."""
+    return str(OUT / f"run-{Path(template).name}")
+
+
+def timed_ticks(template: str, runs: int, extra_env: dict[str, str] | None = None) -> list[tuple[float, int]]:
+    """(wall s, peak KiB) of `runs` fresh `monitor-tick --db COPY --minute MINUTE` processes, each
+    on a fresh copy of `template` (each claims its minute, as cron's tick does)."""
+    copy = copy_of(template)
+    measured = []
+    for _ in range(runs):
+        shutil.copy(template, copy)
+        for suffix in ("-wal", "-shm"):
+            Path(copy + suffix).unlink(missing_ok=True)
+        measured.append(run_child([*monitor_tick_argv(), "--db", copy, "--minute", str(MINUTE)], extra_env))
+    return measured
+
+
+# The floor of a small tick with httpx as its HTTP library: 10 GETs through one httpx.AsyncClient
+# and nothing else (no database, no monitor-tick), with httpx's command-line client left out as
+# the tick leaves it out (monitor_tick/__init__.py).
+_HTTPX_FLOOR = """
+import sys
+sys.modules["httpx._main"] = None
+import asyncio, httpx
+async def main(url):
+    async with httpx.AsyncClient() as client:
+        await asyncio.gather(*(client.get(f"{url}?m={i}") for i in range(10)))
+asyncio.run(main(sys.argv[1]))
+"""
+
+
+def small_tick() -> Figure:
+    """10 due HTTP monitors against nginx vs the idle tick of the same 10 monitors, paused."""
+    count = 10
+    with nginx.nginx_server() as server:
+        http_url = f"http://127.0.0.1:{server.port}/"
+        due = db_with("small-due.db", small_tick_rows(count, http_url))
+        paused = db_with("small-idle.db", small_tick_rows(count, http_url, enabled=False))
+        mixed = db_with("small-tls.db", small_tick_rows(count, http_url, f"https://localhost:{server.tls_port}/"))
+        idle_runs: list[tuple[float, int]] = []
+        due_runs: list[tuple[float, int]] = []
+        tls_runs: list[tuple[float, int]] = []
+        floor_runs: list[tuple[float, int]] = []
+        for _ in range(SMALL_RUNS):  # interleaved, so that all four see the same machine
+            idle_runs += timed_ticks(paused, 1)
+            due_runs += timed_ticks(due, 1)
+            tls_runs += timed_ticks(mixed, 1, {"SSL_CERT_FILE": server.ca_file})
+            floor_runs.append(run_child([sys.executable, "-c", _HTTPX_FLOOR, http_url]))
+    for template in (due, mixed):  # the last copy of each: every check came back up
+        assert_all_up(copy_of(template), count)
+    idle_s, due_s, tls_s, floor_s = (median([w for w, _ in r]) for r in (idle_runs, due_runs, tls_runs, floor_runs))
+    due_mb, tls_mb, floor_mb = (median([k for _, k in r]) / 1024 for r in (due_runs, tls_runs, floor_runs))
+    ratio = due_s / idle_s
+    return Figure(
+        8,
+        "small tick, 10 due HTTP monitors (nginx)",
+        f"{due_s * 1000:.0f} ms, {due_mb:.1f} MB",
+        f"idle tick {idle_s * 1000:.0f} ms",
+        ratio,
+        "<= 3.2x, <= 32 MB",
+        ratio <= 3.2 and due_mb <= 32,
+        [
+            f"`monitor-tick --db COPY --minute M` as a fresh process, medians of {SMALL_RUNS} interleaved runs; "
+            "idle: the same 10 monitors paused",
+            f"half of them https:// (local nginx, a test CA through SSL_CERT_FILE): {tls_s * 1000:.0f} ms "
+            f"= {tls_s / idle_s:.2f}x idle, {tls_mb:.1f} MB (no goal yet)",
+            f"the floor, 10 GETs through one httpx.AsyncClient in a bare script: {floor_s * 1000:.0f} ms "
+            f"= {floor_s / idle_s:.2f}x idle, {floor_mb:.1f} MB",
+        ],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# 9. Whole-process throughput
+
+
+def whole_process_throughput() -> Figure:
+    """3,000 due against nginx: `monitor-tick --minute` as a fresh process, start-up, selection
+    and writes included, against the raw asyncio client, alternating in one run."""
+    count, rounds = 3_000, 5
+    raw_rates: list[float] = []
+    tick_rates: list[float] = []
+    peaks: list[int] = []
+    with nginx.nginx_server() as server:
+        template = db_with(
+            "whole.db", [monitor_row(i, f"http://127.0.0.1:{server.port}/?m={i}") for i in range(1, count + 1)]
+        )
+        for _ in range(rounds):
+            raw_rates.append(asyncio.run(raw_client(server.port, count)))
+            ((seconds, peak_kib),) = timed_ticks(template, 1)
+            tick_rates.append(count / seconds)
+            peaks.append(peak_kib)
+    assert_all_up(copy_of(template), count)
+    raw, tick = median(raw_rates), median(tick_rates)
+    ratio = tick / raw
+    return Figure(
+        9,
+        "whole-process throughput, 3,000 due (nginx)",
+        f"{tick:,.0f} checks/s",
+        f"raw asyncio {raw:,.0f}/s",
+        ratio,
+        ">= 0.4x",
+        ratio >= 0.4,
+        [
+            f"`monitor-tick --db COPY --minute M` as a fresh process (start-up, selection, probes, writes), "
+            f"medians of {rounds} rounds alternating with the raw client; peak {median(peaks) / 1024:.0f} MB",
+        ],
+    )
