@@ -267,6 +267,34 @@ def test_a_bad_file_is_one_line_naming_its_line_and_nothing_is_applied(tmp_path:
     assert ok(db, "export") == before
 
 
+def test_a_weekly_range_in_a_file_is_every_day_in_it_and_an_unknown_day_is_refused(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    file = tmp_path / "m.toml"
+    monitor = '[monitors.api]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\n'
+    window = '\n[[maintenance]]\nmonitor = "api"\nweekly = "{}"\nfor = "1h"\n'
+    file.write_text(monitor + window.format("tue-thu@05:00") + window.format("sat-mon@23:30"), encoding="utf-8")
+    assert ok(db, "apply", str(file)).splitlines() == [
+        "+ monitor api (http://127.0.0.1:9/)",
+        "+ maintenance weekly tue,wed,thu@05:00 for 60m (monitor api)",
+        "+ maintenance weekly mon,sat,sun@23:30 for 60m (monitor api)",
+        "3 to add, 0 to change, 0 to remove",
+    ]
+    assert ok(db, "apply", str(file)) == "no changes\n"
+    exported = ok(db, "export")
+    assert 'weekly = "tue,wed,thu@05:00"' in exported and 'weekly = "mon,sat,sun@23:30"' in exported
+    file.write_text(monitor + window.format("wed-xyz@05:00"), encoding="utf-8")
+    fresh = str(tmp_path / "fresh.db")
+    for target in (db, fresh):
+        run = cli(target, "apply", str(file))
+        error = "not a day: 'xyz' (mon, tue, wed, thu, fri, sat, sun, or a range such as tue-thu)"
+        assert (run.returncode, run.stdout, run.stderr) == (
+            2,
+            "",
+            f"monitor-tick: {file}:7: maintenance.0.weekly: {error}\n",
+        )
+    assert ok(db, "export") == exported and not Path(fresh).exists()
+
+
 def test_request_options_round_trip_and_references_stay_references(tmp_path: Path) -> None:
     first = str(tmp_path / "first.db")
     ok(

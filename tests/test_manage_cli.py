@@ -246,7 +246,10 @@ def test_a_recurring_window_skips_its_minutes_every_day_and_is_listed_with_its_n
     assert ok(db, "maintenance", "add", "--monitor", "api", "--from", "2099-01-01", "--until", "2099-01-02") == "3\n"
     for args, error in (
         (["--daily", "3", "--for", "1h"], "--daily: not a time of day HH:MM (UTC): '3'"),
-        (["--weekly", "xx@03:00", "--for", "1h"], "--weekly: not a day: 'xx' (mon, tue, wed, thu, fri, sat, sun)"),
+        (
+            ["--weekly", "xx@03:00", "--for", "1h"],
+            "--weekly: not a day: 'xx' (mon, tue, wed, thu, fri, sat, sun, or a range such as tue-thu)",
+        ),
         (["--daily", "03:00"], "a recurring window needs --for, e.g. --for 30m"),
         (["--daily", "03:00", "--for", "25h"], "--for must be whole minutes, 1m to 24h (got 25h)"),
         (
@@ -256,6 +259,37 @@ def test_a_recurring_window_skips_its_minutes_every_day_and_is_listed_with_its_n
     ):
         run = cli(db, "maintenance", "add", "--monitor", "api", *args)
         assert (run.returncode, run.stdout, run.stderr) == (2, "", f"monitor-tick: {error}\n"), args
+
+
+def test_a_weekly_range_holds_every_day_in_it_wraps_over_the_weekend_and_an_unknown_day_is_refused(
+    tmp_path: Path,
+) -> None:
+    db = str(tmp_path / "m.db")
+    ok(db, "add", "http://127.0.0.1:9/", "--name", "api")
+    assert ok(db, "maintenance", "add", "--monitor", "api", "--weekly", "tue-thu@05:00", "--for", "1h") == "1\n"
+    assert ok(db, "maintenance", "add", "--monitor", "api", "--weekly", "sat-mon@23:30", "--for", "2h") == "2\n"
+    assert ok(db, "maintenance", "add", "--monitor", "api", "--weekly", "Friday, sun-mon@01:00", "--for", "1m") == "3\n"
+    listed = {
+        row["id"]: (row["days_mask"], row["repeats"]) for row in json.loads(ok(db, "maintenance", "list", "--json"))
+    }
+    assert listed == {
+        1: (0b0001110, "weekly tue,wed,thu 05:00 UTC for 1h"),
+        2: (0b1100001, "weekly mon,sat,sun 23:30 UTC for 2h"),
+        3: (0b1010001, "weekly mon,fri,sun 01:00 UTC for 1m"),
+    }
+    days = "(mon, tue, wed, thu, fri, sat, sun, or a range such as tue-thu)"
+    for weekly, bad in (
+        ("wed-xyz@05:00", "xyz"),
+        ("wedx@05:00", "wedx"),
+        ("tue-@05:00", ""),
+        ("mon-tue-wed@05:00", "tue-wed"),
+        ("tues,thu@05:00", "tues"),
+        ("sat,,sun@05:00", ""),
+    ):
+        run = cli(db, "maintenance", "add", "--monitor", "api", "--weekly", weekly, "--for", "1h")
+        error = f"monitor-tick: --weekly: not a day: {bad!r} {days}\n"
+        assert (run.returncode, run.stdout, run.stderr) == (2, "", error), weekly
+    assert len(json.loads(ok(db, "maintenance", "list", "--json"))) == 3  # nothing stored
 
 
 def test_edit_and_show_take_every_request_option_and_never_print_a_secret(tmp_path: Path) -> None:

@@ -289,3 +289,26 @@ def test_the_next_recurring_window_is_the_next_of_its_days() -> None:
     assert schedule.next_scheduled_window(MONDAY + 100, 180, 127) == MONDAY + 180
     assert schedule.next_scheduled_window(MONDAY + 180, 180, 127) == MONDAY + 1440 + 180
     assert schedule.next_scheduled_window(MONDAY + 100, 180, 0b1000000) == MONDAY + 6 * 1440 + 180  # Sunday
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "days"),
+    [
+        ("sat,sun@03:00", 180, 0b1100000),
+        ("tue-thu@05:00", 300, 0b0001110),  # every day of a range
+        ("sat-mon@23:30", 1410, 0b1100001),  # over the weekend
+        ("fri-thu@00:00", 0, 0b1111111),
+        ("mon-mon@00:00", 0, 0b0000001),  # a range of one day
+        ("Wednesday,SUN - Mon@01:00", 60, 0b1000101),
+    ],
+)
+def test_a_weekly_window_holds_each_day_named_or_in_a_range(text: str, start: int, days: int) -> None:
+    assert schedule.parse_weekly(text) == (start, days)
+
+
+@pytest.mark.parametrize(
+    "text", ["wed-xyz@05:00", "wedx@05:00", "tues@05:00", "tue-@05:00", "mon-tue-wed@05:00", "@05:00"]
+)
+def test_an_unknown_day_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="not a day"):
+        schedule.parse_weekly(text)

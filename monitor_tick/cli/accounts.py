@@ -209,7 +209,8 @@ def maintenance_add(
         str | None, typer.Option(help="A window every day at this UTC time, e.g. 03:00 (with --for).")
     ] = None,
     weekly: Annotated[
-        str | None, typer.Option(help="A window on these days at this UTC time, e.g. sat,sun@03:00 (with --for).")
+        str | None,
+        typer.Option(help="A window on these days at this UTC time, e.g. sat,sun@03:00 or tue-thu@05:00 (with --for)."),
     ] = None,
     for_: Annotated[str | None, typer.Option("--for", help="How long a recurring window lasts, 1m to 24h.")] = None,
     monitor: Annotated[str | None, typer.Option(help="Monitor id or name.")] = None,

@@ -91,6 +91,7 @@ def in_window(now_ms: int, starts_at_ms: int, ends_at_ms: int) -> bool:
 # 1970-01-01, day 0 of the epoch, was a Thursday: weekday 3 when Monday is 0
 _EPOCH_WEEKDAY = 3
 DAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+FULL_DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 EVERY_DAY = 0b1111111
 
 
@@ -129,16 +130,31 @@ def parse_time_of_day(text: str) -> int:
     return int(hours) * 60 + int(minutes)
 
 
+_DAY_NAMES = {name: n for n, day in enumerate(DAYS) for name in (day, FULL_DAYS[n])}
+
+
+def _day(text: str) -> int:
+    """'tue' or 'Tuesday' -> 1. Raises ValueError for anything else."""
+    found = _DAY_NAMES.get(text.strip().lower())
+    if found is None:
+        raise ValueError(f"not a day: {text.strip()!r} ({', '.join(DAYS)}, or a range such as tue-thu)")
+    return found
+
+
 def parse_weekly(text: str) -> tuple[int, int]:
-    """'sat,sun@03:00' -> (start minute of the day, days mask). Raises ValueError."""
+    """'sat,sun@03:00' -> (start minute of the day, days mask). A day is a name ('tue',
+    'tuesday') or a range of them, every day from the first to the last: 'tue-thu', and
+    'sat-mon' (Saturday, Sunday, Monday) over the weekend. Raises ValueError."""
     days, sep, at = str(text).partition("@")
     if not sep:
         raise ValueError(f"give days and a time, e.g. sat,sun@03:00 (got {text!r})")
     mask = 0
-    for day in days.lower().split(","):
-        if day.strip()[:3] not in DAYS or len(day.strip()) < 3:
-            raise ValueError(f"not a day: {day!r} ({', '.join(DAYS)})")
-        mask |= 1 << DAYS.index(day.strip()[:3])
+    for item in days.split(","):
+        first, dash, last = item.partition("-")
+        start = _day(first)
+        span = (_day(last) - start) % 7 if dash else 0
+        for offset in range(span + 1):
+            mask |= 1 << (start + offset) % 7
     return parse_time_of_day(at), mask
 
 
