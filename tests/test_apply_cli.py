@@ -191,6 +191,35 @@ def test_prune_removes_what_the_file_no_longer_has_and_without_it_nothing_is_rem
     assert ok(db, "add", local_server.url("/ok"), "--name", "new") == "5\n"  # ids 3 and 4 stay unused
 
 
+@pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
+def test_prune_removes_a_monitor_with_its_own_windows_and_channels_as_its_dry_run_said(
+    tmp_path: Path, local_server: LocalServer, engine: str, request: pytest.FixtureRequest
+) -> None:
+    db = str(tmp_path / "m.db") if engine == "sqlite" else request.getfixturevalue("pg_server").empty_database()
+    file = world(tmp_path / "monitors.toml", local_server, new_token()[1].hex())
+    env = {"HOOK_URL": "json://127.0.0.1:9/hook"}
+    ok(db, "apply", file, **env)
+    ok(db, "maintenance", "add", "--monitor", "api", "--from", "2099-02-01T00:00Z", "--until", "2099-02-01T01:00Z")
+    text = Path(file).read_text()
+    without_api = text[: text.index("[monitors.api]")] + text[text.index("[monitors.backups]") :]
+    without_api = without_api[: without_api.index('[[maintenance]]\nmonitor = "api"')]
+    Path(file).write_text(without_api, encoding="utf-8")
+    dry = ok(db, "apply", file, "--prune", "--dry-run", **env).splitlines()
+    applied = ok(db, "apply", file, "--prune", **env).splitlines()
+    assert applied == [
+        "- maintenance 3 2099-02-01T00:00:00Z to 2099-02-01T01:00:00Z (monitor api)",
+        "- maintenance 2 weekly sat,sun@03:00 for 90m (monitor api)",
+        "- channel 1 json://127.0.0.1:9/*** (monitor api)",
+        "- monitor api",
+        "0 to add, 0 to change, 4 to remove",
+    ]
+    assert dry == [*applied[:-1], applied[-1] + " (dry run: nothing applied)"]
+    assert [m["name"] for m in json.loads(ok(db, "list", "--json"))] == ["backups", "old site"]
+    windows = json.loads(ok(db, "maintenance", "list", "--json"))
+    assert [(w["id"], w["owner"]) for w in windows] == [(1, "alice")]
+    assert ok(db, "apply", file, "--prune", **env) == "no changes\n"
+
+
 def test_a_heartbeat_created_without_a_digest_gets_a_new_token_printed_once(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     file = tmp_path / "m.toml"

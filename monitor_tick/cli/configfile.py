@@ -413,9 +413,6 @@ def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int) ->
             if token is not None and token != row["token_sha256"]:
                 text += ", new token_sha256"
             plan.changes.append(Change("~", f"monitor {name}: {text}", _all(actions)))
-    for name, row in monitors.items():
-        if name not in file_monitors:
-            remove(f"monitor {name}", lambda c, i=row["id"]: _discard(store.remove_monitor(c, str(i))))
     monitor_names = set(file_monitors) | (set() if prune else set(monitors))
     # maintenance windows: identified by what they cover and when (or how they recur)
     windows: dict[tuple[Any, ...], dict[str, Any]] = {
@@ -483,7 +480,12 @@ def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int) ->
             plan.changes.append(Change("~", "network canary: ${VAR} reference", _all(refs)))
         elif refs:
             plan.changes[-1].action = _all([plan.changes[-1].action, *refs])
-    # the owners and plans pruned last: their monitors went first
+    # monitors, owners and plans pruned last, each after what refers to it: a monitor after its
+    # own windows and channels (removed above; its removal would take them with it, and their
+    # own removal would then fail), an owner after its monitors, a plan after its owners
+    for name, row in monitors.items():
+        if name not in file_monitors:
+            remove(f"monitor {name}", lambda c, i=row["id"]: _discard(store.remove_monitor(c, str(i))))
     for name in owners:
         if name not in file_owners:
             remove(f"owner {name}", lambda c, n=name: _discard(store.remove_owner(c, n)))
