@@ -312,3 +312,93 @@ def test_a_weekly_window_holds_each_day_named_or_in_a_range(text: str, start: in
 def test_an_unknown_day_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="not a day"):
         schedule.parse_weekly(text)
+
+
+# --- The next check, held to the same rule ---------------------------------------------------
+
+
+def test_the_next_check_is_the_first_minute_the_rule_says_due_over_a_day(conn: sqlite3.Connection) -> None:
+    """What `list` and `show` say (store.next_checks, by schedule.next_check_minute: list_monitors'
+    next_check_ms) at each minute of a day is the first later minute in which the due rule
+    selects the monitor, maintenance, plan expiry and first checks included: the rule the due
+    query is held to above."""
+    _random_world(conn, random.Random(2), 160)
+    base_ms = clock.minute_start_ms(MINUTE)
+    hour = 60 * 60_000
+    # windows back to back, one longer than the day, and a monitor held all day every day
+    store.add_maintenance(
+        conn, monitor_ref="5", owner_name=None, starts_at_ms=base_ms + 95 * 60_000, ends_at_ms=base_ms + 2 * hour
+    )
+    store.add_maintenance(
+        conn, monitor_ref=None, owner_name="bob", starts_at_ms=base_ms + 10 * hour, ends_at_ms=base_ms + 35 * hour
+    )
+    store.add_maintenance_schedule(
+        conn, monitor_ref="10", owner_name=None, start_minute=0, duration_min=DAY_MIN, days_mask=127
+    )
+    store.add_maintenance_schedule(
+        conn,
+        monitor_ref=None,
+        owner_name="carol",
+        start_minute=600,
+        duration_min=300,
+        days_mask=1 << schedule.weekday(MINUTE + DAY_MIN),
+    )
+    end = MINUTE + 3 * DAY_MIN  # the rule is asked up to two days past the last minute asked
+    due = [_expected_due(conn, minute) for minute in range(MINUTE, end)]
+    ids = [row[0] for row in conn.execute("SELECT id FROM monitors")]
+    first_due = {monitor: [end] * (end - MINUTE + 1) for monitor in ids}  # from offset i on
+    for monitor, firsts in first_due.items():
+        for offset in range(end - MINUTE - 1, -1, -1):
+            firsts[offset] = MINUTE + offset if monitor in due[offset] else firsts[offset + 1]
+    # a monitor of at most 30 minutes (floors too) is due within 30 minutes but for maintenance
+    short = {monitor for (monitor,) in conn.execute("SELECT id FROM monitors WHERE interval_sec <= 1800")}
+    held_back = 0
+    for minute in range(MINUTE - 1, MINUTE + DAY_MIN):
+        upcoming = store.next_checks(conn, clock.minute_start_ms(minute) + 30_000)
+        assert upcoming.keys() == first_due.keys() and upcoming[10] is None  # held all day, every day
+        for monitor, got in upcoming.items():
+            expected = first_due[monitor][minute + 1 - MINUTE]
+            if expected < end:
+                assert got == clock.minute_start_ms(expected), (minute, monitor)
+            else:  # not due in the two days asked: never (paused, or held every time), or later than that
+                assert got is None or got >= clock.minute_start_ms(end), (minute, monitor, got)
+            held_back += monitor in short and 30 < expected - minute and expected < end
+    assert held_back > 1_000  # the windows mattered
+
+
+def test_the_next_check_skips_every_window_that_holds_a_due_minute() -> None:
+    """schedule.next_check_minute against the rule asked minute by minute, over random windows:
+    overlapping, back to back, across midnight, all day; with first checks and plan expiries."""
+    rng = random.Random(3)
+    periods = [1, 2, 5, 7, 60, 1440, 10080]  # each divides a week: the search ends within a week of the rest
+    nones = 0
+    for _ in range(300):
+        after = MINUTE + rng.randrange(DAY_MIN)
+        monitor_id, period, aligned = rng.randrange(1, 500), rng.choice(periods), rng.random() < 0.3
+        first_check = rng.choice([None, after + rng.randrange(-3, 8)])
+        later = rng.choice([None, (after + rng.randrange(1, 3000), rng.choice(periods))])
+        windows = []
+        for _ in range(rng.randrange(4)):
+            starts = (
+                clock.minute_start_ms(after) + rng.randrange(-DAY_MIN, 2 * DAY_MIN) * 60_000 + rng.choice([0, 20_000])
+            )
+            windows.append((starts, starts + rng.randrange(1, 3 * DAY_MIN) * 60_000 + rng.choice([0, 20_000])))
+        recurring = [
+            (rng.randrange(DAY_MIN), rng.choice([1, 30, 600, 1439, DAY_MIN]), rng.randrange(1, 128))
+            for _ in range(rng.randrange(3))
+        ]
+        held = schedule.Maintenance(windows=tuple(windows), recurring=tuple(recurring))
+        got = schedule.next_check_minute(after, monitor_id, period, aligned, first_check, maintenance=held, later=later)
+        expected = None
+        for minute in range(after + 1, after + 5 * DAY_MIN + 3000 + schedule.MINUTES_PER_WEEK):
+            n = later[1] if later is not None and minute >= later[0] else period
+            if not schedule.is_due(minute, monitor_id, n, aligned, first_check):
+                continue
+            if any(schedule.in_window(clock.minute_start_ms(minute), *w) for w in windows):
+                continue
+            if not any(schedule.in_scheduled_window(minute, *r) for r in recurring):
+                expected = minute
+                break
+        assert got == expected, (after, monitor_id, period, aligned, first_check, later, windows, recurring)
+        nones += got is None
+    assert 0 < nones < 100

@@ -75,3 +75,41 @@ def test_show_of_an_unknown_monitor_or_a_missing_database_is_one_line(tmp_path: 
     ok(db, T0_MS, "add", "http://127.0.0.1:9/", "--name", "web")
     run = cli(db, T0_MS, "show", "api")
     assert (run.returncode, run.stdout, run.stderr) == (1, "", "monitor-tick: no monitor 'api'\n")
+
+
+def test_list_and_show_give_the_next_check_after_the_maintenance_windows(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    """The next check is the first minute the due query will select: not one held by a one-off
+    window, a recurring one, or the owner's (2026-11-30 is a Monday)."""
+    db = str(tmp_path / "m.db")
+    url = local_server.url("/ok")
+    ok(db, T0_MS, "owner", "add", "alice")
+    ok(db, T0_MS, "add", url, "--name", "api", "--every", "1m")
+    ok(db, T0_MS, "add", url, "--name", "web", "--every", "1m", "--owner", "alice")
+    ok(db, T0_MS, "add", url, "--name", "closed", "--every", "1m")
+    ok(
+        db,
+        T0_MS,
+        "maintenance",
+        "add",
+        "--monitor",
+        "api",
+        "--from",
+        "2026-11-30T09:00Z",
+        "--until",
+        "2026-11-30T10:10Z",
+    )
+    ok(db, T0_MS, "maintenance", "add", "--monitor", "api", "--daily", "10:10", "--for", "5m")
+    ok(db, T0_MS, "maintenance", "add", "--owner", "alice", "--weekly", "mon@10:00", "--for", "1h")
+    ok(db, T0_MS, "maintenance", "add", "--monitor", "closed", "--daily", "00:00", "--for", "24h")
+    api_ms, web_ms = clock.parse_iso_ms("2026-11-30T10:15Z"), clock.parse_iso_ms("2026-11-30T11:00Z")
+    listed = {row["name"]: row["next_check_ms"] for row in json.loads(ok(db, T0_MS, "list", "--json"))}
+    assert listed == {"api": api_ms, "web": web_ms, "closed": None}
+    assert json.loads(ok(db, T0_MS, "show", "api", "--json"))["monitor"]["next_check_ms"] == api_ms
+    lines = ok(db, T0_MS, "show", "api").splitlines()
+    assert any(line.startswith("  next check 2026-11-30 10:15 UTC (in 14m") for line in lines), lines
+    assert "  next check none (every minute it is due falls in maintenance)" in ok(db, T0_MS, "show", "closed")
+    # the ticks agree: api is first probed at 10:15
+    due = [m for m in range(M0 + 1, M0 + 16) if json.loads(ok(db, clock.minute_start_ms(m) + 1_000, "--json"))["due"]]
+    assert due == [clock.minute_of_ms(api_ms)]

@@ -10,7 +10,7 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
-from monitor_tick.core import clock, schedule
+from monitor_tick.core import clock
 from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
 from monitor_tick.core.redact import REDACTED_SETTINGS, redact_settings, redact_text
 
@@ -167,20 +167,18 @@ def setting_text(column: str, value: Any) -> str:
     return shown_name(redact_text(str(value)))
 
 
-def next_check_ms(row: dict[str, Any], state: str, now_ms: int) -> int | None:
-    """When a listed monitor (store.list_monitors' row, its state) is next due, as the start of
-    that minute: after this minute, on its schedule or in its first-check minute. None when it is
-    not probed (paused, auto-paused, invalid). A maintenance window may still hold it then."""
-    if state in ("paused", "auto-paused", "invalid"):
+# the states of a monitor that no tick probes
+NOT_PROBED = ("paused", "auto-paused", "invalid")
+
+
+def next_check_ms(row: dict[str, Any], state: str) -> int | None:
+    """When a listed monitor (store.list_monitors' row, its state) is next checked, as the start
+    of that minute: the row's next_check_ms, the first minute after this one that the due query
+    will select (maintenance windows skipped). None when it is not probed (paused, auto-paused,
+    invalid) or never due again."""
+    if state in NOT_PROBED:
         return None
-    minute = schedule.next_due_minute(
-        clock.minute_of_ms(now_ms),
-        row["id"],
-        row["effective_interval_sec"] // clock.S_PER_MINUTE,
-        bool(row["aligned"]),
-        row["first_check_minute"],
-    )
-    return clock.minute_start_ms(minute)
+    return row["next_check_ms"]  # type: ignore[no-any-return]
 
 
 def _ping_note(row: dict[str, Any], now_ms: int) -> str:

@@ -262,7 +262,7 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
     rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
     for row in rows:
         row["state"] = deferred.probes().monitor_state(row)  # judged on the real settings, shown redacted
-        row["next_check_ms"] = next_check_ms(row, row["state"], now_ms)
+        row["next_check_ms"] = next_check_ms(row, row["state"])
         row.update(redact_settings(row))
         row.update(latest_results(row, now_ms))
     if as_json:

@@ -12,6 +12,7 @@ from monitor_tick import store
 from monitor_tick.cli import deferred
 from monitor_tick.cli.common import (
     ALERT_FLAGS,
+    NOT_PROBED,
     DbOption,
     JsonOption,
     db_path,
@@ -36,7 +37,7 @@ def _detail(ref: str, db: str, now_ms: int) -> dict[str, Any]:
     found = read(db, lambda conn: store.monitor_detail(conn, ref, now_ms, since_ms))
     monitor = found["monitor"]
     monitor["state"] = deferred.probes().monitor_state(monitor)  # judged on the real url
-    monitor["next_check_ms"] = next_check_ms(monitor, monitor["state"], now_ms)
+    monitor["next_check_ms"] = next_check_ms(monitor, monitor["state"])
     monitor.update(latest_results(monitor, now_ms))
     kind = deferred.probes().PROBES.get(monitor["kind"])
     # what is shown: the options of its kind, secrets hidden (settings may hold credentials)
@@ -105,7 +106,8 @@ def show(
     state = row["state"] + (f": {row['note']}" if row["note"] else "")
     lines.append(f"  state      {state}; last check {_when(row['last_check_ms'])}")
     if upcoming is None:
-        lines.append("  next check none (not probed)")
+        why = "not probed" if row["state"] in NOT_PROBED else "every minute it is due falls in maintenance"
+        lines.append(f"  next check none ({why})")
     else:
         lines.append(f"  next check {_when(upcoming)} (in {clock.format_duration_ms(upcoming - now_ms)})")
     lines.append(f"last {HOURS} hours (UTC; checks/failures)")

@@ -58,6 +58,11 @@ def minute_start_ms(minute: int) -> int:
     return minute * MS_PER_MINUTE
 
 
+def first_minute_from_ms(ms: int) -> int:
+    """The first minute that starts at or after instant `ms` (after a half-open window ending at `ms`)."""
+    return minute_of_ms(ms - 1) + 1
+
+
 def hour_start_ms(ms: int) -> int:
     """The first millisecond of the UTC hour that contains `ms` (the rollup bucket)."""
     return ms - ms % MS_PER_HOUR

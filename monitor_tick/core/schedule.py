@@ -18,14 +18,23 @@ is_due, in_window, in_scheduled_window): store.SELECT_DUE is the same rule in SQ
 These functions are its oracle, the rule written plainly: the tests hold the SQL to them minute by
 minute over whole days (tests/test_schedule.py, tests/reliability/test_cron.py). The tick uses
 is_housekeeping_minute; `add`, `edit`, `resume` and `apply` use first_check_minute; `list` and
-`show` use next_due_minute; the bench and the tests use load_shape.
+`show` use next_check_minute (the same rule, maintenance included, searched forward: the tests
+hold it to the SQL's choices too); the bench and the tests use load_shape.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
-from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_HOUR, MS_PER_MINUTE, S_PER_MINUTE
+from monitor_tick.core.clock import (
+    MINUTES_PER_DAY,
+    MS_PER_HOUR,
+    MS_PER_MINUTE,
+    S_PER_MINUTE,
+    first_minute_from_ms,
+    minute_start_ms,
+)
 
 # Housekeeping (auto-pause, rollup retention) runs once a day in this minute of the UTC day:
 # 03:17, away from the :00 boundaries where aligned monitors pile up.
@@ -105,11 +114,83 @@ def in_scheduled_window(minute: int, start_minute: int, duration_min: int, days_
     `start_minute` after 00:00 UTC on the weekdays of `days_mask` (bit 0 Monday); a window may
     run past midnight into the next day."""
     of_day = minute % MINUTES_PER_DAY
-    today = days_mask >> weekday(minute) & 1 and start_minute <= of_day < start_minute + duration_min
-    yesterday = days_mask >> weekday(minute - MINUTES_PER_DAY) & 1 and of_day + MINUTES_PER_DAY < (
-        start_minute + duration_min
-    )
-    return bool(today or yesterday)
+    today = _on_day(days_mask, minute) and start_minute <= of_day < start_minute + duration_min
+    yesterday = _on_day(days_mask, minute - MINUTES_PER_DAY) and of_day + MINUTES_PER_DAY < start_minute + duration_min
+    return today or yesterday
+
+
+def _on_day(days_mask: int, minute: int) -> bool:
+    """Whether the UTC weekday of `minute` is one of `days_mask`'s (bit 0 Monday)."""
+    return bool(days_mask >> weekday(minute) & 1)
+
+
+@dataclass(frozen=True)
+class Maintenance:
+    """The maintenance windows that cover one monitor (its own and its owner's): one-off ones as
+    (starts_at_ms, ends_at_ms), recurring ones as (start_minute, duration_min, days_mask)."""
+
+    windows: tuple[tuple[int, int], ...] = ()
+    recurring: tuple[tuple[int, int, int], ...] = ()
+
+    def held_until(self, minute: int) -> int | None:
+        """The first minute after the windows that hold `minute` end (another window may hold
+        that one); None when none holds it. A window holds a minute when it holds the minute's
+        start, as the due query judges a window at the tick's time."""
+        at_ms = minute_start_ms(minute)
+        ends = [first_minute_from_ms(ends) for starts, ends in self.windows if in_window(at_ms, starts, ends)]
+        day_start = minute - minute % MINUTES_PER_DAY
+        for start, length, days in self.recurring:
+            for begun in (day_start + start, day_start - MINUTES_PER_DAY + start):  # today's, yesterday's
+                if _on_day(days, begun) and begun <= minute < begun + length:
+                    ends.append(begun + length)
+        return max(ends, default=None)
+
+    def last_end_minute(self) -> int:
+        """The first minute after every one-off window (0 when there is none)."""
+        return max((first_minute_from_ms(ends) for _, ends in self.windows), default=0)
+
+
+NO_MAINTENANCE = Maintenance()
+MINUTES_PER_WEEK = 7 * MINUTES_PER_DAY
+
+
+def next_check_minute(
+    after_minute: int,
+    monitor_id: int,
+    period_min: int,
+    aligned: bool,
+    first_check: int | None = None,
+    *,
+    maintenance: Maintenance = NO_MAINTENANCE,
+    later: tuple[int, int] | None = None,
+) -> int | None:
+    """The first minute after `after_minute` in which the monitor is due and no maintenance
+    window holds it: the due rule with `period_min`, or from minute `later[0]` on with period
+    `later[1]` (the owner's plan expires then). None when that minute never comes: every
+    minute it is due falls in a recurring window.
+
+    Each turn skips the windows that hold a due minute. Past the first check, the period's
+    change and every one-off window, the due minutes and the recurring windows repeat together
+    every lcm(period, week) minutes: a due minute not found by then never comes."""
+    switch, final = later if later is not None else (after_minute + 1, period_min)
+
+    def due_after(minute: int) -> int:
+        due = next_due_minute(minute, monitor_id, period_min, aligned, first_check)
+        if due < switch:
+            return due
+        return next_due_minute(max(minute, switch - 1), monitor_id, final, aligned, first_check)
+
+    settled = max(after_minute, switch, first_check or 0, maintenance.last_end_minute())
+    last = settled + math.lcm(final, MINUTES_PER_WEEK)
+    minute = after_minute
+    while True:
+        due = due_after(minute)
+        if due > last:
+            return None
+        free = maintenance.held_until(due)
+        if free is None:
+            return due
+        minute = free - 1
 
 
 def next_scheduled_window(after_minute: int, start_minute: int, days_mask: int) -> int:
@@ -117,7 +198,7 @@ def next_scheduled_window(after_minute: int, start_minute: int, days_mask: int) 
     day_start = after_minute - after_minute % MINUTES_PER_DAY
     for day in range(8):
         starts = day_start + day * MINUTES_PER_DAY + start_minute
-        if starts > after_minute and days_mask >> weekday(starts) & 1:
+        if starts > after_minute and _on_day(days_mask, starts):
             return starts
     raise ValueError(f"days_mask {days_mask} has no day")
 

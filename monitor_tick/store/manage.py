@@ -222,9 +222,9 @@ def add_maintenance(
 
 
 def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> list[dict[str, Any]]:
-    """Every monitor (or only the one with id `monitor`) with its effective interval and current
-    state at `now_ms`."""
-    return dicts(
+    """Every monitor (or only the one with id `monitor`) with its effective interval, current
+    state at `now_ms` and next check (`next_check_ms`, see next_checks)."""
+    rows = dicts(
         conn,
         f"""
         WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
@@ -245,6 +245,77 @@ def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> 
         """,
         {"now_ms": now_ms, "monitor": monitor},
     )
+    upcoming = next_checks(conn, now_ms, monitor)
+    for row in rows:
+        row["next_check_ms"] = upcoming.get(row["id"])
+    return rows
+
+
+def next_checks(conn: Connection, now_ms: int, monitor: int | None = None) -> dict[int, int | None]:
+    """Monitor id -> the start (epoch ms) of the first minute after the minute of `now_ms` in
+    which the due query will select it, by schedule.next_check_minute: its schedule or its
+    first-check minute, its owner's plan floor (and the default plan's once that plan expires),
+    outside the maintenance windows of the monitor and of its owner. None when it is paused,
+    auto-paused or never due again (every due minute in a recurring window). Only the one
+    monitor with id `monitor` when given."""
+    rows = conn.execute(
+        f"""
+        WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
+        SELECT m.id, m.owner_id, m.aligned, m.first_check_minute, m.enabled = 1 AND m.auto_paused = 0,
+               {greatest("m.interval_sec", FLOOR)},
+               CASE WHEN p.id IS NOT NULL AND o.plan_expires_at_ms > :now_ms THEN o.plan_expires_at_ms END,
+               {greatest("m.interval_sec", "df.floor_sec")}
+          FROM monitors m
+          LEFT JOIN owners o ON o.id = m.owner_id
+          LEFT JOIN plans p ON p.id = o.plan_id
+         CROSS JOIN df
+         WHERE CAST(:monitor AS BIGINT) IS NULL OR m.id = :monitor
+        """,
+        {"now_ms": now_ms, "monitor": monitor},
+    ).fetchall()
+    # the windows not over (through maintenance_by_end) and the recurring ones, by what they cover
+    windows = _by_cover(
+        conn,
+        "SELECT monitor_id, owner_id, starts_at_ms, ends_at_ms FROM maintenance_windows WHERE ends_at_ms > ?",
+        now_ms,
+    )
+    recurring = _by_cover(
+        conn, "SELECT monitor_id, owner_id, start_minute, duration_min, days_mask FROM maintenance_schedules"
+    )
+    after = clock.minute_of_ms(now_ms)
+    found: dict[int, int | None] = {}
+    for monitor_id, owner, aligned, first_check, probed, interval_sec, floor_ends_ms, later_sec in rows:
+        if not probed:
+            found[monitor_id] = None
+            continue
+        covers = [("m", monitor_id), *([("o", owner)] if owner is not None else [])]
+        held = schedule.Maintenance(
+            windows=tuple(w for key in covers for w in windows.get(key, ())),
+            recurring=tuple(r for key in covers for r in recurring.get(key, ())),
+        )
+        later = None
+        if floor_ends_ms is not None:
+            later = (clock.first_minute_from_ms(floor_ends_ms), later_sec // clock.S_PER_MINUTE)
+        minute = schedule.next_check_minute(
+            after,
+            monitor_id,
+            interval_sec // clock.S_PER_MINUTE,
+            bool(aligned),
+            first_check,
+            maintenance=held,
+            later=later,
+        )
+        found[monitor_id] = None if minute is None else clock.minute_start_ms(minute)
+    return found
+
+
+def _by_cover(conn: Connection, sql: str, *params: Any) -> dict[tuple[str, int], list[Any]]:
+    """Rows of (monitor_id, owner_id, values...) as ('m', monitor id) or ('o', owner id) -> the
+    values of each row that covers it."""
+    found: dict[tuple[str, int], list[Any]] = {}
+    for monitor_id, owner, *values in conn.execute(sql, params):
+        found.setdefault(("m", monitor_id) if monitor_id is not None else ("o", owner), []).append(tuple(values))
+    return found
 
 
 def incidents_for(conn: Connection, monitor: int) -> list[tuple[int, int | None, str]]:
