@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from monitor_tick.core.model import InvalidMonitor, Monitor
+from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import jsonfield, latency, new_monitor
+from monitor_tick.probes.base import failed_conditions
 from tests.servers import LocalServer, send_response
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
@@ -124,6 +125,47 @@ def test_only_a_latency_above_the_limit_is_slow(latency_ms: int | None, cause: s
     assert latency.slow_cause(monitor(max_latency_ms=500), latency_ms) == cause
 
 
+@pytest.mark.parametrize(
+    ("causes", "cause"),
+    [
+        ((None, None), None),
+        (("status 503",), "status 503"),
+        (("slow: 412 ms > 150 ms", None, "json: body is not JSON"), "slow: 412 ms > 150 ms; json: body is not JSON"),
+        ((None, "keyword missing", "keyword present"), "keyword missing; keyword present"),
+        # each condition is cut, so that the cause stays short however many fail
+        (("json: no field " + "a." * 100 + "b", "status 500"), "json: no field " + "a." * 51 + "...; status 500"),
+        # and on one line, whatever a user's setting holds
+        (("json: no field a\nb\u2028c\x1b[31m",), "json: no field a\\u000ab\\u2028c\\u001b[31m"),
+    ],
+)
+def test_every_failed_condition_is_named_in_one_short_line(causes: tuple[str | None, ...], cause: str | None) -> None:
+    assert failed_conditions(*causes) == cause
+
+
+@pytest.mark.parametrize(
+    ("result", "judged"),
+    [
+        (ProbeResult("up", 812), ProbeResult("down", 812, None, "slow: 812 ms > 500 ms")),
+        (ProbeResult("up", 500, 200), ProbeResult("up", 500, 200)),
+        # a condition that failed already keeps its cause, after the latency's
+        (
+            ProbeResult("down", 812, 503, "status 503"),
+            ProbeResult("down", 812, 503, "slow: 812 ms > 500 ms; status 503"),
+        ),
+        (ProbeResult("down", 20, 503, "status 503"), ProbeResult("down", 20, 503, "status 503")),
+        (
+            ProbeResult("down", 900, None, "tls: expires in 3 days", 10),
+            ProbeResult("down", 900, None, "slow: 900 ms > 500 ms; tls: expires in 3 days", 10),
+        ),
+        # no answer, nothing measured; and an unknown result is not judged
+        (ProbeResult("down", None, None, "timeout"), ProbeResult("down", None, None, "timeout")),
+        (ProbeResult("unknown", 900, None, "tls: no cert"), ProbeResult("unknown", 900, None, "tls: no cert")),
+    ],
+)
+def test_a_slow_check_names_the_latency_beside_its_other_failures(result: ProbeResult, judged: ProbeResult) -> None:
+    assert latency.judge(monitor(max_latency_ms=500), result) == judged
+
+
 def test_add_refuses_a_bad_condition_in_one_line(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     refused = cli(db, "add", "http://127.0.0.1:9/", "--json-field", "status")
@@ -201,6 +243,37 @@ def test_a_slow_response_is_down_with_its_latency_and_the_limit(tmp_path: Path, 
     assert results["slow"]["status"] == "down" and match, results["slow"]
     assert int(match.group(1)) >= 400 and results["slow"]["latency_ms"] == int(match.group(1))
     assert (results["fast"]["status"], results["port"]["status"]) == ("up", "up")
+
+
+def test_a_check_that_fails_several_conditions_names_each(tmp_path: Path, local_server: LocalServer) -> None:
+    """As Gatus lists every failed condition: a 400 ms answer that is not JSON is both slow and
+    not JSON; a status that is not expected with a slow answer is both."""
+    db = str(tmp_path / "m.db")
+    for path, name, *conditions in (
+        ("/slow/400", "slow-html", "--max-latency", "150ms", "--json-field", "status=UP"),
+        ("/slow/400", "slow-status", "--max-latency", "150ms", "--expect", "201"),
+        ("/keyword/hello", "body", "--keyword", "bye", "--keyword-absent", "hello", "--json-field", "a=1"),
+        ("/slow/400", "fast-enough", "--max-latency", "2s", "--json-field", "status=UP"),
+    ):
+        added = cli(
+            db,
+            "add",
+            local_server.url(path),
+            "--name",
+            name,
+            *conditions,
+            *("--every", "1m", "--timeout", "3s", "--retries", "0"),
+        )
+        assert added.returncode == 0, added.stderr
+    results = tick(db)
+    assert {name: r["status"] for name, r in results.items()} == dict.fromkeys(results, "down")
+    slow_html = re.fullmatch(r"slow: (\d+) ms > 150 ms; json: body is not JSON", str(results["slow-html"]["cause"]))
+    assert slow_html and int(slow_html.group(1)) == results["slow-html"]["latency_ms"] >= 400, results["slow-html"]
+    assert re.fullmatch(r"slow: \d+ ms > 150 ms; status 200", str(results["slow-status"]["cause"])), results
+    assert results["body"]["cause"] == "keyword missing; keyword present; json: body is not JSON"
+    assert results["fast-enough"]["cause"] == "json: body is not JSON"
+    listed = {row["name"]: row for row in json.loads(cli(db, "list", "--json").stdout)}
+    assert listed["slow-html"]["cause"] == results["slow-html"]["cause"]
 
 
 def test_latency_is_the_requests_own_time_not_the_wait_for_a_probe_slot(

@@ -127,3 +127,21 @@ def test_redirects_are_followed_at_most_five_times(respx_mock: respx.MockRouter)
         return_value=httpx.Response(302, headers={"Location": "http://site.test/"})
     )
     assert probe(monitor()).cause == "too many redirects"
+
+
+def test_every_condition_the_answer_fails_is_named(respx_mock: respx.MockRouter) -> None:
+    respx_mock.get("http://site.test/").mock(return_value=httpx.Response(200, text="<html>down</html>"))
+    result = probe(monitor(keyword="operational", keyword_absent="down", json_field="status=UP"))
+    assert (result.status, result.cause) == ("down", "keyword missing; keyword present; json: body is not JSON")
+
+
+def test_a_status_not_expected_is_named_beside_the_certificate_check(respx_mock: respx.MockRouter) -> None:
+    """The body of an unexpected status is never judged (an error page is not the answer its
+    conditions describe); the certificate is, since it came with the answer."""
+    respx_mock.get("https://site.test/").mock(return_value=httpx.Response(503, text="<html>down</html>"))
+    result = probe(monitor("https://site.test/", keyword="operational", expires_within_sec=86400))
+    assert (result.status, result.http_status, result.cause) == (
+        "down",
+        503,
+        "status 503; tls: no verified certificate to read the expiry from",
+    )

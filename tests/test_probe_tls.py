@@ -156,3 +156,22 @@ def test_an_https_monitor_with_expires_within_is_down_only_when_its_certificate_
     # a failed status is the cause, and the certificate's days left are still recorded
     assert (results[failing]["cause"], results[failing]["cert_days_left"]) == ("status 503", 3)
     assert (results[plain]["status"], results[plain]["cert_days_left"]) == ("up", None)
+
+
+def test_a_certificate_too_close_is_named_beside_the_other_failed_conditions(
+    conn: sqlite3.Connection, db_path: str
+) -> None:
+    pair = cert_expiring_in(3.5)
+    with LocalServer(tls=pair.server_context) as server:
+        slow = add(
+            conn, server.url("/slow/400"), name="slow", retries=0, max_latency_ms=150, expires_within_sec=14 * DAY_S
+        )
+        failing = add(conn, server.url("/status/503"), name="failing", retries=0, expires_within_sec=14 * DAY_S)
+        report = tick(db_path, pair)
+    results = {r["id"]: r for r in report.results_json()}
+    expiry = f"tls: expires in 3 days ({pair.not_after.date().isoformat()})"
+    assert results[slow]["cause"] == f"slow: {results[slow]['latency_ms']} ms > 150 ms; {expiry}"
+    assert (results[failing]["cause"], results[failing]["cert_days_left"]) == (f"status 503; {expiry}", 3)
+    listed = runner.invoke(app, ["list", "--db", db_path])
+    assert listed.exit_code == 0 and listed.stdout.count(expiry) == 2
+    assert "cert expires in" not in listed.stdout  # named once, in the cause

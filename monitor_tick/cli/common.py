@@ -127,7 +127,8 @@ def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if row.get("insecure"):
         notes.append("INSECURE: TLS not verified")
     expires_ms = row["cert_expires_at_ms"]
-    if expires_ms is not None and not (row["cause"] or "").startswith("tls: "):
+    tls_failed = any(part.startswith("tls: ") for part in (row["cause"] or "").split("; "))  # one of several conditions
+    if expires_ms is not None and not tls_failed:
         notes.append(f"cert {expiry_text(expires_ms, now_ms)}")
     if row["kind"] == "heartbeat":
         notes.append(_ping_note(row, now_ms))

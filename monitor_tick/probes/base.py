@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -69,3 +70,21 @@ class Kind:
     pinged: bool = False
     unusable: Callable[[Monitor], str | None] = lambda monitor: None
     host_check: Callable[[], str | None] = lambda: None
+
+
+MAX_CONDITION_CHARS = 120  # of one failed condition's cause; a check has at most six conditions
+_LINE_BREAKERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def failed_conditions(*causes: str | None) -> str | None:
+    """The cause of a check that failed these conditions (None: passed), in the order given:
+    `slow: 412 ms > 150 ms; json: body is not JSON`, as Gatus lists every failed condition.
+    None when none failed. One line, each condition's cause at most MAX_CONDITION_CHARS (a
+    setting quoted in it, a --json-field's path, is a user's text of any length)."""
+    shown = [_one_short_line(cause) for cause in causes if cause is not None]
+    return "; ".join(shown) if shown else None
+
+
+def _one_short_line(cause: str) -> str:
+    cause = _LINE_BREAKERS.sub(lambda ch: f"\\u{ord(ch.group()):04x}", cause)
+    return cause if len(cause) <= MAX_CONDITION_CHARS else cause[: MAX_CONDITION_CHARS - 3] + "..."

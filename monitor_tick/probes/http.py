@@ -32,7 +32,7 @@ from monitor_tick.core.model import (
     status_accepted,
 )
 from monitor_tick.probes import jsonfield, latency, request, wire
-from monitor_tick.probes.base import Kind, ProbeContext
+from monitor_tick.probes.base import Kind, ProbeContext, failed_conditions
 from monitor_tick.probes.net import (
     NO_ROUTE_ERRNOS,
     cause_of_os_error,
@@ -110,16 +110,11 @@ async def probe_http(
                         body, whole = await _read_body(response, keep)
                 finally:
                     await response.aclose()
-            cause = None if body is not None else f"status {status}"
-            if body is not None:
-                if wanted and wanted not in body:
-                    cause = "keyword missing"
-                elif unwanted and unwanted in body:
-                    cause = "keyword present"
-                elif monitor.json_field is not None:
-                    cause = jsonfield.cause(monitor, bytes(body), whole)
-            if cause is None and monitor.expires_within_sec is not None:
-                cause = expiry_cause(monitor, now_ms, expires_at_ms)
+            cause = failed_conditions(
+                f"status {status}" if body is None else None,
+                *(_body_causes(monitor, body, whole, wanted, unwanted) if body is not None else ()),
+                expiry_cause(monitor, now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None,
+            )
             if cause is not None:
                 return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, cause, expires_at_ms)
     except (httpx.HTTPError, OSError, ssl.SSLError) as exc:  # TimeoutError is an OSError
@@ -127,6 +122,17 @@ async def probe_http(
             status = call.status  # the fast path's response had begun
         return _failed(exc, status, expires_at_ms)
     return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms)
+
+
+def _body_causes(
+    monitor: Monitor, body: bytearray, whole: bool, wanted: bytes | None, unwanted: bytes | None
+) -> tuple[str | None, ...]:
+    """What an accepted answer's body fails: its keywords, its JSON field (None: passed)."""
+    return (
+        "keyword missing" if wanted and wanted not in body else None,
+        "keyword present" if unwanted and unwanted in body else None,
+        jsonfield.cause(monitor, bytes(body), whole) if monitor.json_field is not None else None,
+    )
 
 
 def _failed(exc: BaseException, status: int | None, expires_at_ms: int | None) -> ProbeResult:

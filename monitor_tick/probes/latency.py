@@ -2,14 +2,18 @@
 
 The latency judged is the one the probe measured: its own request (http: connect, headers and
 the whole body; tcp and tls: the connection and handshake), from when the probe started, never
-the time the monitor waited for a probe slot. Only an up result is judged: a failure already
-has its own cause. A slow check is down like any other, so it is retried within the deadline.
+the time the monitor waited for a probe slot. Any answer is judged: one that also failed another
+condition (a status, a keyword) names both, `slow: 812 ms > 500 ms; status 503`; a failure with
+no answer has no latency to judge. A slow check is down like any other, so it is retried within
+the deadline.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes.base import Probe, ProbeContext
+from monitor_tick.probes.base import Probe, ProbeContext, failed_conditions
 
 OPTION = "max_latency_ms"
 
@@ -22,15 +26,22 @@ def slow_cause(monitor: Monitor, latency_ms: int | None) -> str | None:
     return f"slow: {latency_ms} ms > {limit_ms} ms"
 
 
+def judge(monitor: Monitor, result: ProbeResult) -> ProbeResult:
+    """`result`, judged against the monitor's --max-latency: a slow answer is down, and its
+    cause names the latency before any other condition the answer failed."""
+    if result.status == "unknown":
+        return result
+    cause = slow_cause(monitor, result.latency_ms)
+    if cause is None:
+        return result
+    return replace(result, status="down", cause=failed_conditions(cause, result.cause))
+
+
 def judged(probe: Probe) -> Probe:
-    """`probe`, with its up results judged against the monitor's --max-latency."""
+    """`probe`, with its results judged against the monitor's --max-latency."""
 
     async def judged_probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
-        result = await probe(monitor, ctx)
-        cause = slow_cause(monitor, result.latency_ms) if result.status == "up" else None
-        if cause is None:
-            return result
-        return ProbeResult("down", result.latency_ms, result.http_status, cause, result.cert_expires_at_ms)
+        return judge(monitor, await probe(monitor, ctx))
 
     return judged_probe
 
