@@ -6,6 +6,8 @@ plain tick runs the same either way."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import shutil
 import sqlite3
@@ -24,6 +26,7 @@ from typer.testing import CliRunner
 from monitor_tick.cli import entry
 from monitor_tick.cli.app import app
 from monitor_tick.cli.options import parse_tick_args
+from tests.commands import MONITOR_TICK
 from tests.conftest import add, respx_transport
 from tests.servers import refused_port
 
@@ -247,3 +250,41 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db
     assert not {"monitor_tick.store.config", "monitor_tick.store.copy", "monitor_tick.store.imports"} & imported
     with sqlite3.connect(db_path) as check:
         assert check.execute("SELECT count(*) FROM ticks WHERE finished_at_ms IS NOT NULL").fetchone()[0] == 1
+
+
+@pytest.fixture(scope="module")
+def long_lists(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A database whose `list`, `export` and dry run print several pipes' worth (a pipe holds
+    64 KiB on Linux): 1,000 monitors with long names, every minute, so that all are due."""
+    db = str(tmp_path_factory.mktemp("pipe") / "m.db")
+    file = tmp_path_factory.getbasetemp() / "long_lists.toml"
+    file.write_text(
+        "".join(
+            f'[monitors."monitor {i:04d} {"x" * 90}"]\nurl = "http://127.0.0.1:9/{i}"\ninterval_sec = 60\n'
+            for i in range(1000)
+        )
+    )
+    applied = subprocess.run([MONITOR_TICK, "apply", str(file), "--db", db], capture_output=True, text=True, timeout=60)
+    assert applied.returncode == 0, applied.stderr
+    return db
+
+
+@pytest.mark.parametrize("args", [["list"], ["export"], ["--dry-run"]], ids=" ".join)
+def test_a_reader_that_stops_early_ends_the_command_quietly(long_lists: str, args: list[str]) -> None:
+    """`monitor-tick list | head -1`: the reader takes a line and closes the pipe while the
+    command still writes. The command ends at once, without a word, with the status a shell
+    gives a command a closed pipe stopped (128 + SIGPIPE), as `seq 1000000 | head -1` does."""
+    command = [MONITOR_TICK, *args, "--db", long_lists]
+    # Python's own buffering: with PYTHONUNBUFFERED set, CPython drops the rest of one large
+    # write (export's) that a closed pipe cut short, silently, before monitor-tick sees anything
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as piped:
+        assert piped.stdout is not None and piped.stderr is not None
+        assert piped.stdout.readline()
+        capacity = fcntl.fcntl(piped.stdout.fileno(), fcntl.F_GETPIPE_SZ)
+        piped.stdout.close()
+        stderr = piped.stderr.read()  # to the command's end
+        code = piped.wait(timeout=60)
+    assert (code, stderr) == (141, b"")
+    whole = subprocess.run(command, capture_output=True, timeout=60)
+    assert whole.returncode == 0 and len(whole.stdout) > 2 * capacity  # it was still writing

@@ -3,7 +3,8 @@ and the commands of the modules beside it. Thin: parse options, call the core an
 errors to exit codes.
 
 Exit codes: 0 the command (or tick) ran -- down monitors are data, not errors; 1 monitor-tick
-itself failed (one line on stderr); 2 usage errors, bad option values included.
+itself failed (one line on stderr); 2 usage errors, bad option values included; 141 (quietly)
+stdout's reader left before the output's end (`monitor-tick list | head -1`).
 """
 
 from __future__ import annotations
@@ -13,16 +14,26 @@ import sys
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from monitor_tick.cli import accounts, apply, backup, edit, heartbeat, importer, monitors, notify, show, status
 from monitor_tick.cli.options import TICK_OPTIONS, TickOption
-from monitor_tick.cli.tick import run_tick_command
+from monitor_tick.cli.tick import run_tick_command, stdout_reader_may_leave
 
 if TYPE_CHECKING:
     import httpx
 
+
+class _Commands(TyperGroup):
+    def invoke(self, ctx: typer.Context) -> Any:
+        # within Typer's own handling, which ends a closed pipe with exit 1 (see stdout_reader_may_leave)
+        with stdout_reader_may_leave():
+            return super().invoke(ctx)
+
+
 app = typer.Typer(
     name="monitor-tick",
+    cls=_Commands,
     help=(
         "A one-shot uptime monitor for cron. With no command, run one tick: probe the monitors "
         "due in this minute (minute of the epoch % interval = phase), record results, and "

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from monitor_tick.cli.options import parse_tick_args
-from monitor_tick.cli.tick import fail_line, run_tick_command
+from monitor_tick.cli.tick import fail_line, run_tick_command, stdout_reader_may_leave
 
 if TYPE_CHECKING:
     import httpx
@@ -32,7 +32,8 @@ def main(args: Sequence[str] | None = None, *, transport: httpx.AsyncBaseTranspo
         typer_main(argv, transport=transport)
         return
     try:
-        code = run_tick_command(**options, transport=transport)
+        with stdout_reader_may_leave():
+            code = run_tick_command(**options, transport=transport)
     except KeyboardInterrupt:
         code = 130  # as Typer exits on Ctrl-C
     except Exception as exc:  # a bug: say it in one line (cron mails it), never a traceback

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick import store
@@ -185,6 +187,29 @@ def fail_line(message: str, code: int = 1) -> int:
     """One line on stderr; returns the exit code."""
     _err(f"monitor-tick: {message}")
     return code
+
+
+# 128 + SIGPIPE: what a shell reports for a command a closed pipe stopped (`seq 1000000 | head -1`)
+CLOSED_PIPE_EXIT = 141
+
+
+@contextmanager
+def stdout_reader_may_leave() -> Iterator[None]:
+    """Around a whole command: when stdout's reader leaves (`monitor-tick list | head -1`), end
+    at once, quietly, with CLOSED_PIPE_EXIT (raises SystemExit) -- not 0, since what was to be
+    printed was not all read (a `set -o pipefail` script sees it as it sees coreutils), and not
+    1, which says that monitor-tick failed. Whatever is still buffered is written here, so that
+    it fails here, not in Python's exit. SIGPIPE itself stays ignored: probes write to sockets
+    a remote end may close."""
+    try:
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        # nothing buffered may try again at exit (the recipe of Python's `signal` documentation)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(CLOSED_PIPE_EXIT)
 
 
 def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
