@@ -324,6 +324,29 @@ def test_a_weekly_range_in_a_file_is_every_day_in_it_and_an_unknown_day_is_refus
     assert ok(db, "export") == exported and not Path(fresh).exists()
 
 
+def test_a_value_of_the_wrong_type_says_what_its_key_needs_on_the_keys_line(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    monitor = '# monitors\n\n[monitors.api]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\n'
+    cases = {
+        "expect_status = 200\n": ':6: monitors.api.expect_status: expected status must be text, e.g. "200" or "200-299,418" (got 200)',
+        'expect_status = "2xx"\n': ":6: monitors.api.expect_status: expected status is not a code or range: '2xx'",
+        'private = "no"\n': ":6: monitors.api.private: private must be true or false (got 'no')",
+        "aligned = 2\n": ":6: monitors.api.aligned: aligned must be true or false (got 2)",
+        'insecure = "false"\n': ":6: monitors.api.insecure: insecure must be true or false (got 'false')",
+    }
+    file = tmp_path / "bad.toml"
+    for text, error in cases.items():
+        file.write_text(monitor + text, encoding="utf-8")
+        run = cli(db, "apply", str(file))
+        assert (run.returncode, run.stdout, run.stderr) == (2, "", f"monitor-tick: {file}{error}\n"), text
+    # as export writes them
+    file.write_text(monitor + 'expect_status = "200"\nprivate = true\naligned = false\n', encoding="utf-8")
+    ok(db, "apply", str(file))
+    assert ok(db, "export").endswith(
+        '\n[monitors.api]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\nprivate = true\nexpect_status = "200"\n'
+    )
+
+
 def test_request_options_round_trip_and_references_stay_references(tmp_path: Path) -> None:
     first = str(tmp_path / "first.db")
     ok(

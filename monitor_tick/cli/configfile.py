@@ -61,6 +61,8 @@ HEADER = "# monitor-tick configuration: `monitor-tick apply FILE` makes a databa
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # a monitor's keys whose ${VAR} references the tick resolves (probes/request.py), not `apply`
 _TICK_RESOLVED = ("headers", "basic_auth", "body")
+# a monitor's keys that the file spells true or false (0 and 1 in their columns)
+_FLAGS = ("aligned", "private", "insecure")
 _ALERT_COLUMNS = {
     f: getattr(AlertSettings(), f) for f in ("alert_after_checks", "resolve_after_checks", "remind_every_sec")
 }
@@ -251,6 +253,9 @@ def _desired_monitor(name: str, entry: dict[str, Any]) -> dict[str, Any]:
     for key in ("url", "interval_sec"):
         if key not in entry:
             raise FileError(f"{key} is missing", "monitors", name)
+    for key in _FLAGS:
+        if entry.get(key, False) not in (True, False):  # 0 and 1 still read as before
+            raise FileError(f"{key} must be true or false (got {entry[key]!r})", "monitors", name, key)
     try:
         monitor = probes.new_monitor(
             name=name,
@@ -291,7 +296,9 @@ def _key_named(message: str, entry: dict[str, Any]) -> list[str]:
     '--grace does not apply ...': grace_sec), as a path suffix; [] when none is named."""
     for key in entry:
         stem = key.removesuffix("_sec").removesuffix("_s").replace("_", " ")
-        if message.startswith(stem) or OPTION_FLAGS.get(key, "\0") in message:
+        flag = OPTION_FLAGS.get(key, "\0")
+        # 'expected status ...': expect_status, whose flag is --expect
+        if message.startswith((stem, flag.removeprefix("--").replace("-", " "))) or flag in message:
             return [key]
     return []
 
@@ -733,7 +740,7 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
                 continue
             if key in _ALERT_COLUMNS and value == _ALERT_COLUMNS[key]:
                 continue
-            if key in ("aligned", "private", "insecure"):
+            if key in _FLAGS:
                 value = bool(value) or None
             elif key == "paused":
                 value = not row["enabled"] or None

@@ -150,7 +150,9 @@ def expiry_text(expires_at_ms: int, now_ms: int) -> str:
 def parse_expect(text: str) -> list[tuple[int, int]]:
     """'200-399' or '200,204,301-302' -> inclusive ranges. Raises InvalidMonitor."""
     ranges: list[tuple[int, int]] = []
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):  # a file's `expect_status = 200`
+        raise InvalidMonitor(f'expected status must be text, e.g. "200" or "200-299,418" (got {text!r})')
+    if not text.strip():
         raise InvalidMonitor("expected status is empty")
     for part in text.split(","):
         low, _, high = part.strip().partition("-")
