@@ -5,6 +5,7 @@ command against real servers on 127.0.0.1 and a real SQLite file: `edit`, `plan`
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -62,6 +63,24 @@ def test_edit_changes_settings_in_place_keeps_the_history_and_says_what_changed(
 
     assert ok(db, "edit", "1", "--keyword", "", "--not-aligned") == "monitor 1 (api): --keyword hello -> none\n"
     assert ok(db, "edit", "api") == "monitor 1 (api): unchanged\n"
+
+
+def test_edit_help_shows_no_default_for_an_option_left_unchanged() -> None:
+    """An option `edit` is not given keeps the monitor's value: add's defaults would mislead."""
+    shown = {
+        command: subprocess.run([MONITOR_TICK, command, "--help"], capture_output=True, text=True, timeout=60)
+        for command in ("add", "edit")
+    }
+    assert [run.returncode for run in shown.values()] == [0, 0]
+    description, _, options = shown["edit"].stdout.partition("\nOptions:\n")
+    entries = {entry.split()[0]: " ".join(entry.split()) for entry in re.split(r"\n(?=  -)", options) if entry.strip()}
+    assert {"--expect", "--timeout", "--name", "--remind", "--expires-within", "--db"} <= set(entries)
+    with_default = {flag for flag, text in entries.items() if "default" in text.lower()}
+    assert with_default == {"--db"}  # the one option whose default edit does use
+    assert re.search(r"\S {2,}\S", description.partition("Arguments:")[0]) is None  # one paragraph, evenly spaced
+    # add's help keeps them
+    add_help = " ".join(shown["add"].stdout.split())
+    assert "[default: 200-399]" in add_help and "[default: 10s]" in add_help and "[default: 5m]" in add_help
 
 
 def test_edit_refuses_bad_values_with_one_line_and_changes_nothing(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 import typing
 from typing import Annotated, Any
 
@@ -32,6 +33,8 @@ from monitor_tick.core.model import OPTION_FLAGS, OPTIONS, AlertSettings, Invali
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
 
+# how add's help states a default Typer cannot show (None stands for it)
+_DEFAULT_NOTE = re.compile(r"\s*\[default: [^\]]*\]$")
 # add's parameters that are not settings of the monitor itself
 _NOT_EDITED = {"ctx", "url", "db"}
 # the columns edit compares, with the option that sets each, for "what changed"
@@ -48,9 +51,9 @@ _FLAGS = {
 
 def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | None = None, **parameters: Any) -> None:
     """Change a monitor's settings (any option of `add`), keeping its id and history; says what
-        changed. A text option given as '' goes back to its default (`--keyword ''`: no keyword check,
-    `--header ''`: no headers), and so does a flag's --not- form (`--not-insecure`).
-        Example: monitor-tick edit api --every 1m --keyword ok"""
+    changed. An option not given is left as it is. A text option given as '' goes back to its
+    default (`--keyword ''`: no keyword check, `--header ''`: no headers), and so does a flag's
+    --not- form (`--not-insecure`). Example: monitor-tick edit api --every 1m --keyword ok"""
     probes = deferred.probes()
     conn = connect(db_path(ctx, db))
     try:
@@ -137,9 +140,11 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
 
 
 def _edit_parameter(parameter: inspect.Parameter, annotation: Any) -> inspect.Parameter:
-    """One of add's parameters as edit's: optional, None meaning unchanged."""
+    """One of add's parameters as edit's: optional, None meaning unchanged (so without the
+    `[default: ...]` add's help ends with)."""
     kind, info = typing.get_args(annotation)[:2]
     info = copy.copy(info)
+    info.help = _DEFAULT_NOTE.sub("", info.help or "")
     if kind is bool:  # in Annotated form Typer reads the first declaration from `default`
         info.default, info.param_decls = f"--{parameter.name}/--not-{parameter.name}", ()
     return parameter.replace(annotation=Annotated[kind | None, info], default=None, kind=inspect.Parameter.KEYWORD_ONLY)

@@ -105,7 +105,7 @@ def add(
         str | None,
         typer.Option(
             help="A unique name, one line, not all digits (those read as ids). "
-            "Default: the URL, its credentials and query values hidden."
+            "[default: the URL, its credentials and query values hidden]"
         ),
     ] = None,
     every: Annotated[
@@ -125,7 +125,10 @@ def add(
     ] = None,
     expires_within: Annotated[
         str | None,
-        typer.Option(help="tls:// (default 14d), https://: down when the certificate expires within this, e.g. 30d."),
+        typer.Option(
+            help="tls://, https://: down when the certificate expires within this, e.g. 30d. "
+            "[default: 14d for tls://, no check for https://]"
+        ),
     ] = None,
     grace: Annotated[
         str | None,
@@ -208,7 +211,7 @@ def add(
         int, typer.Option(help="Resolve after this many consecutive up checks (1 to 10).")
     ] = AlertSettings.resolve_after_checks,
     remind: Annotated[
-        str | None, typer.Option(help="While it stays down, remind every this long (e.g. 1h). Default: never.")
+        str | None, typer.Option(help="While it stays down, remind every this long (e.g. 1h). [default: never]")
     ] = None,
     db: DbOption = None,
 ) -> None:
