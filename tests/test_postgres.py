@@ -16,10 +16,13 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from freezegun import freeze_time
 
 from monitor_tick import store
 from monitor_tick.core import clock
+from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.store import migrations
+from tests.commands import clock_at
 from tests.conftest import add
 from tests.postgres import Server
 from tests.servers import LocalServer
@@ -290,6 +293,25 @@ def test_hosts_on_sqlite_says_minutes_are_shared_on_postgresql_only(tmp_path: Pa
     assert run("--db", path).returncode == 0
     done = run("hosts", "--db", path)
     assert done.returncode == 0 and done.stdout == "no claims in this window (hosts share minutes on PostgreSQL only)\n"
+
+
+def test_hosts_lines_each_column_up_under_its_heading(pg_server: Server, local_server: LocalServer) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url)
+    add(conn, local_server.url("/ok"), name="ok", retries=0)
+    conn.close()
+    hosts = ("web-1", "a-rather-long-host-name.eu-central-1.compute.internal")
+    for minute, host in zip((MINUTE, MINUTE + 1), hosts, strict=True):
+        with freeze_time(clock.iso_from_ms(clock.minute_start_ms(minute) + 5_000), real_asyncio=True):
+            assert run_tick(TickOptions(db_path=url, retry_delay_s=0, host_name=host)).claimed
+    shown = run("hosts", "--db", url, env={**os.environ, **clock_at(clock.minute_start_ms(MINUTE + 2))})
+    assert shown.returncode == 0, shown.stderr
+    header, *rows = shown.stdout.splitlines()
+    assert [row.split()[3] for row in rows] == list(hosts)
+    ends = [header.index(heading) + len(heading) for heading in ("BUCKETS", "UNFINISHED", "CHECKS", "SECONDS")]
+    for row, host in zip(rows, hosts, strict=True):
+        assert row.index(host) == header.index("HOST"), (header, row)
+        assert [value.end() for value in re.finditer(r"\S+", row)][-4:] == ends, (header, row)
 
 
 def test_the_due_query_reads_monitors_due_on_postgresql(pg_server: Server) -> None:

@@ -154,14 +154,10 @@ def hosts(
         typer.echo("no claims in this window (hosts share minutes on PostgreSQL only)")
         return
     width = max(16, *(len(shown_name(r["host"])) for r in rows))
-    typer.echo(
-        f"{{:<17}}  {{:<{width}}} {{:>7}} {{:>10}} {{:>7}} {{:>8}}".format(
-            "MINUTE (UTC)", "HOST", "BUCKETS", "UNFINISHED", "CHECKS", "SECONDS"
-        )
-    )
+    # one format for the heading and the rows, so that they line up ('2026-12-01 00:00 UTC')
+    line = f"{{:<{len(clock.display_from_ms(0))}}}  {{:<{width}}} {{:>7}} {{:>10}} {{:>7}} {{:>8}}".format
+    typer.echo(line("MINUTE (UTC)", "HOST", "BUCKETS", "UNFINISHED", "CHECKS", "SECONDS"))
     for r in rows:
         seconds = "-" if r["duration_ms"] is None else f"{r['duration_ms'] / 1000:.1f}"
-        typer.echo(
-            f"{clock.display_from_ms(clock.minute_start_ms(r['minute'])):<20}  {shown_name(r['host']):<{width}} "
-            f"{r['buckets']:>7} {r['unfinished']:>10} {r['checks']:>7} {seconds:>8}"
-        )
+        minute = clock.display_from_ms(clock.minute_start_ms(r["minute"]))
+        typer.echo(line(minute, shown_name(r["host"]), r["buckets"], r["unfinished"], r["checks"], seconds))
