@@ -21,11 +21,11 @@ from freezegun import freeze_time
 from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.tick import TickOptions, run_tick
-from monitor_tick.store import migrations
+from monitor_tick.store import migrations, postgres
 from tests.commands import clock_at
 from tests.conftest import add
 from tests.postgres import Server
-from tests.servers import LocalServer
+from tests.servers import LocalServer, refused_port
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 
@@ -188,6 +188,59 @@ def test_the_password_in_the_url_is_never_printed(pg_server: Server) -> None:
     done = run("--db", url)
     assert done.returncode == 1 and done.stderr.startswith("monitor-tick: cannot connect to database postgresql://")
     assert "s3cret-pw" not in done.stderr and len(done.stderr.splitlines()) == 1
+
+
+REFUSED = 'connection to server at "127.0.0.1", port {} failed: Connection refused\n\tIs the server running on that host and accepting TCP/IP connections?'
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("connection failed: " + REFUSED.format(1), "server at 127.0.0.1 port 1: Connection refused"),
+        (
+            'connection failed: connection to server at "db.lan" (10.0.0.5), port 5432 failed: FATAL:  '
+            'password authentication failed for user "tick"',
+            'server at db.lan (10.0.0.5) port 5432: password authentication failed for user "tick"',
+        ),
+        (
+            'connection is bad: connection to server on socket "/run/postgresql/.s.PGSQL.5432" failed: No such file '
+            "or directory\n\tIs the server running locally and accepting connections on that socket?",
+            "server on socket /run/postgresql/.s.PGSQL.5432: No such file or directory",
+        ),
+        (  # psycopg's form for several hosts: the last attempt, then all of them
+            "connection failed: "
+            + REFUSED.format(2)
+            + "\nMultiple connection attempts failed. All failures were:\n- host: '127.0.0.1', port: '1', hostaddr: "
+            "'127.0.0.1': connection failed: "
+            + REFUSED.format(1)
+            + "\n- host: '127.0.0.1', port: '2', hostaddr: '127.0.0.1': connection failed: "
+            + REFUSED.format(2),
+            "server at 127.0.0.1 port 1: Connection refused; server at 127.0.0.1 port 2: Connection refused",
+        ),
+        ('invalid URI query parameter: "foo"\n', 'invalid URI query parameter: "foo"'),
+        ("connection failed: connection timeout expired", "connection timeout expired"),
+        ("", "connection failed"),
+    ],
+)
+def test_a_connection_failure_is_told_in_one_line(text: str, line: str) -> None:
+    assert postgres.connect_failure(text) == line
+
+
+def test_a_connection_that_fails_is_one_clean_line_naming_the_server_and_why(pg_server: Server) -> None:
+    """libpq's message is lines: the primary one ('connection to server at ... failed: ...'),
+    then a hint after a tab. One line says where and why, the server's own words without its
+    severity ('FATAL:  ')."""
+    closed = refused_port()
+    cases = {
+        f"postgresql://postgres@127.0.0.1:{closed}/x": f"server at 127.0.0.1 port {closed}: Connection refused",
+        pg_server.url("no_such_db"): f'server at 127.0.0.1 port {pg_server.port}: database "no_such_db" does not exist',
+    }
+    for url, why in cases.items():
+        shown = url.replace("postgres@", "***@")
+        for args in (["--db", url], ["list", "--db", url], ["add", "http://127.0.0.1:9/", "--db", url]):
+            done = run(*args)
+            assert (done.returncode, done.stdout) == (1, ""), args
+            assert done.stderr == f"monitor-tick: cannot connect to database {shown}: {why}\n", args
 
 
 def test_every_command_works_on_postgresql(pg_server: Server, local_server: LocalServer, tmp_path: Path) -> None:

@@ -208,11 +208,34 @@ def _connect(url: str, busy_timeout_s: float, *, read_only: bool) -> Connection:
     try:
         raw = psycopg.connect(url, autocommit=True, connect_timeout=10, options=settings)
     except psycopg.Error as exc:
-        text = (str(exc).strip().splitlines() or ["connection failed"])[-1]
-        raise StoreError(f"cannot connect to database {shown(url)}: {text}") from None
+        raise StoreError(f"cannot connect to database {shown(url)}: {connect_failure(str(exc))}") from None
     raw.adapters.register_loader("numeric", _NumberLoader)
     conn = Connection(raw, url)
     return conn
+
+
+# libpq's primary message for one attempt (its hint follows on a line of its own, after a tab)
+_ATTEMPT = re.compile(
+    r'connection to server (?:at "(?P<host>[^"]*)"(?: \((?P<address>[^)]*)\))?, port (?P<port>\d+)'
+    r'|on socket "(?P<socket>[^"]*)") failed: (?P<why>[^\n]*)'
+)
+_SEVERITY = re.compile(r"^(?:FATAL|ERROR|PANIC):\s+")
+
+
+def connect_failure(text: str) -> str:
+    """psycopg's message of a failed connection as one line: where and why, for each attempt
+    (`server at 127.0.0.1 port 5432: database "x" does not exist`), without libpq's hints or the
+    server's severity; else its first line."""
+    attempts = []
+    for attempt in _ATTEMPT.finditer(text):
+        host, address, port, socket, why = attempt.group("host", "address", "port", "socket", "why")
+        where = f"on socket {socket}" if socket else f"at {host}{f' ({address})' if address else ''} port {port}"
+        attempts.append(f"server {where}: {_SEVERITY.sub('', why.strip())}")
+    if attempts:  # psycopg names the last attempt first, then (of several) each in order
+        return "; ".join(reversed(dict.fromkeys(reversed(attempts))))
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("\t")]
+    first = lines[0] if lines else "connection failed"
+    return first.removeprefix("connection failed: ").removeprefix("connection is bad: ")
 
 
 def open_db(
