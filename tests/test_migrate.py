@@ -3,6 +3,7 @@ one snapshot of a source that keeps changing, never into a database that holds a
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -15,8 +16,10 @@ from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.model import CheckResult
 from monitor_tick.probes.heartbeat import token_digest
-from tests.conftest import add
+from tests.commands import ORDINARY_MS, ok_at
+from tests.conftest import add, rollup
 from tests.postgres import Server
+from tests.servers import LocalServer
 
 MINUTE = 29_934_720
 T0_MS = clock.minute_start_ms(MINUTE)
@@ -164,6 +167,39 @@ def test_a_copy_that_fails_half_way_leaves_the_destination_empty(pg_server: Serv
     assert all(not rows for table, rows in everything(url).items() if table != "plans")
     assert run("migrate", source, url).returncode == 0  # and it can be copied into afterwards
     assert everything(url) == everything(source)
+
+
+@pytest.mark.parametrize(("source_engine", "destination_engine"), [("sqlite", "postgresql"), ("postgresql", "sqlite")])
+def test_a_minute_ticked_before_migrate_is_not_run_again_after_it(
+    source_engine: str, destination_engine: str, pg_server: Server, tmp_path: Path, local_server: LocalServer
+) -> None:
+    """Cron ticks the old database, migrate copies it, and the new crontab's tick comes in the
+    same minute: the copied minute counts as run (on PostgreSQL, as if every bucket were claimed
+    and finished), so no check is counted twice and no alert comes before --alert-after."""
+
+    def new_database(engine: str, name: str) -> str:
+        return pg_server.empty_database() if engine == "postgresql" else str(tmp_path / name)
+
+    source, destination = new_database(source_engine, "source.db"), new_database(destination_engine, "copy.db")
+    added_ms = ORDINARY_MS - clock.MS_PER_HOUR
+    for name, path, alert_after in (("up", "/ok", "1"), ("down", "/status/503", "2")):
+        url = local_server.url(path)
+        ok_at(source, added_ms, "add", url, "--name", name, "--every", "1m", "--alert-after", alert_after)
+    first = json.loads(ok_at(source, ORDINARY_MS, "--retry-delay", "0", "--json"))
+    assert (first["claimed"], first["up"], first["down"]) == (True, 1, 1)
+    probed = local_server.hits.snapshot()
+    assert run("migrate", source, destination).returncode == 0
+
+    again = json.loads(ok_at(destination, ORDINARY_MS + 20_000, "--retry-delay", "0", "--json"))
+    assert (again["claimed"], again["due"]) == (False, 0)
+    assert local_server.hits.snapshot() == probed
+    conn = store.open_db(destination)
+    try:
+        assert [rollup(conn, monitor) for monitor in (1, 2)] == [(1, 0), (1, 1)]
+        assert conn.execute("SELECT monitor_id, state, down_checks FROM incidents").fetchall() == [(2, "suspected", 1)]
+        assert conn.execute("SELECT count(*) FROM incident_events").fetchall() == [(0,)]
+    finally:
+        conn.close()
 
 
 def test_migrate_refuses_the_same_database_twice(tmp_path: Path) -> None:

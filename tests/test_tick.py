@@ -76,6 +76,13 @@ def test_a_second_run_for_the_same_minute_probes_and_writes_nothing(
         forced = run_tick(options(db_path, force=True))
     # a forced rerun probes again, but the monitor-minute is counted once (tests/reliability/test_history.py)
     assert forced.claimed and route.call_count == 2 and rollup(conn, monitor) == (1, 0)
+    # a forced run that comes first writes its minute whole (on PostgreSQL without bucket claims):
+    # the live tick after it has nothing left to share
+    with freeze_time("2026-12-01 00:01:20", real_asyncio=True):
+        forced_first = run_tick(options(db_path, force=True))
+        live = run_tick(options(db_path))
+    assert forced_first.claimed and not live.claimed
+    assert route.call_count == 3 and rollup(conn, monitor) == (2, 0)
 
 
 def test_a_down_site_opens_one_incident_and_the_next_up_check_resolves_it(

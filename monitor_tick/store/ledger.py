@@ -116,13 +116,17 @@ def claim_minutes(
 def _join(conn: Connection, minute: int) -> Claim | None:
     """The claim of a run that comes second for `minute`: it shares the buckets of the run
     that claimed the minute (and the minutes that run caught up). None when the minute was
-    caught up by another minute's run, or recorded as missed: nothing is left to share; and
-    always on SQLite, where one host runs each minute whole (nothing to share, and no claim
-    rows to write: the minute's row in the ledger is its claim)."""
+    caught up by another minute's run, recorded as missed, or finished: nothing is left to
+    share; and always on SQLite, where one host runs each minute whole (nothing to share, and
+    no claim rows to write: the minute's row in the ledger is its claim).
+
+    A finished minute is done whatever its claim rows say: its run finished every bucket, or
+    wrote the minute whole without claims (a SQLite run whose ledger `migrate` copied, or a
+    --force run); sharing its buckets again would count its checks twice."""
     if conn.engine == "sqlite":
         return None
-    row = conn.execute("SELECT covered_by, missed FROM ticks WHERE minute = ?", (minute,)).fetchone()
-    if row is None or row[0] is not None or row[1]:
+    row = conn.execute("SELECT covered_by, missed, finished_at_ms FROM ticks WHERE minute = ?", (minute,)).fetchone()
+    if row is None or row[0] is not None or row[1] or row[2] is not None:
         return None
     covered = [
         int(m) for (m,) in conn.execute("SELECT minute FROM ticks WHERE covered_by = ? ORDER BY minute", (minute,))
