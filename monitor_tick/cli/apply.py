@@ -75,7 +75,7 @@ def apply(
     try:
         tomllib.loads(text)  # a syntax error is named before the database is opened
         if dry_run:
-            plan = read(path, lambda conn: read_plan(conn, text, prune=prune, now_ms=now_ms))
+            plan = read(path, lambda conn: read_plan(conn, text, prune=prune, now_ms=now_ms), dry_run=True)
             _print_plan(plan, dry_run=True)
             return
         created = store.is_missing(path)

@@ -76,10 +76,12 @@ def checked_name(name: str, what: str) -> None:
         fail(str(exc), 2)
 
 
-def read(path: str, reader: Callable[[store.Connection], _T]) -> _T:
-    """`reader(conn)` on the database opened read-only (store.read_db); a StoreError exits 1."""
+def read(path: str, reader: Callable[[store.Connection], _T], *, dry_run: bool = False) -> _T:
+    """`reader(conn)` on the database opened read-only (store.read_db); a StoreError exits 1.
+    A command that only reads upgrades an older SQLite file first, as a tick would, when it may
+    write it; a `dry_run`, which promises to change nothing, never does."""
     try:
-        return store.read_db(path, reader)
+        return store.read_db(path, reader, upgrade=not dry_run)
     except store.StoreError as exc:
         fail(str(exc))
 

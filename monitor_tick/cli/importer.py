@@ -106,7 +106,7 @@ def _import(
         lines.append(f"wrote {to_file}; make a database match it with: monitor-tick apply {to_file}")
     elif dry_run:
         if not store.is_missing(path):
-            lines, _ = read(path, lambda conn: importers.apply.run(conn, plan, now_ms, dry_run=True))
+            lines, _ = read(path, lambda conn: importers.apply.run(conn, plan, now_ms, dry_run=True), dry_run=True)
         else:  # nothing to compare with: everything would be added
             lines, _ = importers.apply.run(None, plan, now_ms, dry_run=True)
     else:

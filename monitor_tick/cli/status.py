@@ -10,7 +10,7 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli import deferred
-from monitor_tick.cli.common import DbOption, JsonOption, db_path, duration_s, fail, latest_results, shown_name
+from monitor_tick.cli.common import DbOption, JsonOption, db_path, duration_s, fail, latest_results, read, shown_name
 from monitor_tick.cli.options import STATUS_TITLE_ENVVAR
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
@@ -67,17 +67,14 @@ def report(
     now_ms = clock.now_ms()
     since_ms = now_ms - window_ms
 
-    def read(conn: store.Connection) -> tuple[list[dict[str, Any]], int]:
+    def collect(conn: store.Connection) -> tuple[list[dict[str, Any]], int]:
         rows = store.report(conn, since_ms, now_ms)
         first = store.first_tick_minute(conn)
         now_minute = clock.minute_of_ms(now_ms)
         start = max(clock.minute_of_ms(clock.hour_start_ms(since_ms)), now_minute if first is None else first)
         return rows, sum(end - begin for begin, end in store.tick_gaps(conn, start, now_minute))
 
-    try:
-        rows, no_data_minutes = store.read_db(db_path(ctx, db), read)
-    except store.StoreError as exc:
-        fail(str(exc))
+    rows, no_data_minutes = read(db_path(ctx, db), collect)
     out, shown = [], []
     for row in rows:
         totals = Totals(row["checks"], row["failures"], row["latency_ms_sum"] or 0)
@@ -140,10 +137,7 @@ def hosts(
     write. On SQLite, where one host runs each minute whole, there is nothing to show."""
     now_ms = clock.now_ms()
     from_minute = clock.minute_of_ms(now_ms - clock.s_to_ms(duration_s(since, "--since")))
-    try:
-        rows = store.read_db(db_path(ctx, db), lambda conn: store.host_minutes(conn, from_minute))
-    except store.StoreError as exc:
-        fail(str(exc))
+    rows = read(db_path(ctx, db), lambda conn: store.host_minutes(conn, from_minute))
     for row in rows:
         last = row["last_write_ms"]
         row["duration_ms"] = None if last is None else last - row["first_claim_ms"]

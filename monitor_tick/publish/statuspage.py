@@ -513,5 +513,6 @@ def _read(path: str) -> str | None:
 
 
 def publish(db_path: str, out_dir: str, now_ms: int, title: str = DEFAULT_TITLE) -> list[str]:
-    """Read the database at `db_path` and write the site. Raises store.StoreError or OSError."""
-    return write_site(out_dir, store.read_db(db_path, lambda conn: collect(conn, now_ms)), title)
+    """Read the database at `db_path` (an older SQLite file upgraded first, as by every command
+    that only reads: store.read_db) and write the site. Raises store.StoreError or OSError."""
+    return write_site(out_dir, store.read_db(db_path, lambda conn: collect(conn, now_ms), upgrade=True), title)

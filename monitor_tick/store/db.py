@@ -35,6 +35,11 @@ class StoreError(Exception):
     """A database problem, with a message fit for one line on stderr."""
 
 
+class OlderSchemaError(StoreError):
+    """The database's schema is older than this program's, and the command that met it did not
+    upgrade it (a dry run, any reader on PostgreSQL, or a read-only SQLite file)."""
+
+
 class EngineError(StoreError):
     """An error the PostgreSQL engine met running a statement, already worded for one line (a
     SQLite statement raises sqlite3.Error, which callers word with describe_error)."""

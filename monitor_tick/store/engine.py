@@ -48,9 +48,15 @@ def open_read_only(db: str, **options: Any) -> Any:
     return sqlite.open_read_only(db, **options)
 
 
-def read_db(db: str, read: Callable[[Any], _T]) -> _T:
-    """`read(conn)` on the database opened read-only. Raises StoreError."""
-    return (_postgres() if is_postgres_url(db) else sqlite).read_db(db, read)  # type: ignore[no-any-return]
+def read_db(db: str, read: Callable[[Any], _T], *, upgrade: bool = False) -> _T:
+    """`read(conn)` on the database opened read-only. `upgrade` (the commands that only read,
+    but for dry runs): a SQLite file of an older schema is upgraded first where this process
+    may write it (sqlite.read_db). Never a PostgreSQL database: its hosts upgrade it with their
+    ticks, and a reader from a newer install (a laptop's `list`) would stop every host still on
+    the older program. Raises StoreError (OlderSchemaError for an older schema not upgraded)."""
+    if is_postgres_url(db):
+        return _postgres().read_db(db, read)  # type: ignore[no-any-return]
+    return sqlite.read_db(db, read, upgrade=upgrade)
 
 
 def set_busy_timeout(conn: Any, busy_timeout_s: float) -> None:

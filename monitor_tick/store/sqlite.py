@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from typing import TypeVar
 from urllib.parse import quote
 
-from monitor_tick.store.db import StoreError, script_statements
+from monitor_tick.store.db import OlderSchemaError, StoreError, script_statements
 
 SCHEMA_VERSION = 12
 _T = TypeVar("_T")
@@ -195,8 +195,8 @@ def open_read_only(path: str, *, any_version: bool = False) -> Connection:
     """Open the database at `path` for reading only (SQLite's mode=ro): never created, written or
     upgraded, so a read-only file (or one in a read-only directory) still serves the commands
     that only read. Raises StoreError when there is no database, it is not monitor-tick's, its
-    schema is not this program's (unless `any_version`: backup and check), or SQLite cannot
-    read it."""
+    schema is not this program's (unless `any_version`: backup and check; an older one raises
+    OlderSchemaError), or SQLite cannot read it."""
     problem = db_path_problem(path)
     if problem:
         raise StoreError(problem)
@@ -210,8 +210,8 @@ def open_read_only(path: str, *, any_version: bool = False) -> Connection:
         if version == 0:
             _refuse_foreign(conn, path)
             raise StoreError(f"no database at {path} (the file is empty: no command has written it yet)")
-        if not any_version:
-            check_version(version, path, migrate=False)
+        if not any_version and version != SCHEMA_VERSION:
+            check_version(version, path, migrate=False, read_only=not _may_write(path))
 
     return _connect(path, "ro", DEFAULT_BUSY_TIMEOUT_S, prepare, _read_error)
 
@@ -290,19 +290,28 @@ def _refuse_foreign(conn: Connection, path: str) -> None:
         raise StoreError(f"{path} is a SQLite database but not a monitor-tick one")
 
 
-def check_version(version: int, path: str, *, migrate: bool) -> None:
+def check_version(version: int, path: str, *, migrate: bool, read_only: bool = False) -> None:
     """Raise StoreError for a schema this program cannot use: newer, or older without `migrate`
-    (`path`: the database as messages name it; PostgreSQL's engine words its versions the same)."""
+    (OlderSchemaError; `read_only`: this process may not write the file, which the message
+    says). `path`: the database as messages name it; PostgreSQL's engine words its versions the
+    same."""
     if version > SCHEMA_VERSION:
         raise StoreError(
             f"database {path} has schema version {version}, newer than this monitor-tick "
             f"understands ({SCHEMA_VERSION}); upgrade monitor-tick"
         )
     if 0 < version < SCHEMA_VERSION and not migrate:
-        raise StoreError(
+        raise OlderSchemaError(
             f"database {path} has schema version {version}, older than this monitor-tick's "
-            f"({SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it"
+            f"({SCHEMA_VERSION}){', and is read-only here' if read_only else ''}; "
+            "the next tick (or any command that writes) upgrades it"
         )
+
+
+def _may_write(path: str) -> bool:
+    """Whether this process may write the database file at `path`: the file, and the directory
+    where SQLite keeps its journal (open_db refuses either, in its own words)."""
+    return os.access(path, os.W_OK) and os.access(os.path.dirname(os.path.abspath(path)), os.W_OK)
 
 
 def _ensure_schema(conn: Connection, path: str, *, migrate: bool) -> None:
@@ -388,10 +397,18 @@ def _no_space_left(path: str) -> bool:
     return blocks * fs.f_frsize < _FULL_BELOW_BYTES
 
 
-def read_db(path: str, read: Callable[[Connection], _T]) -> _T:
+def read_db(path: str, read: Callable[[Connection], _T], *, upgrade: bool = False) -> _T:
     """Open the database at `path` read-only (open_read_only), call `read` with the connection,
-    close it. Raises StoreError, for sqlite3 errors during `read` too."""
-    conn = open_read_only(path)
+    close it. `upgrade` (the commands that only read, but for dry runs): an older schema in a
+    file this process may write is upgraded first, as a tick upgrades it (open_db). Raises
+    StoreError, for sqlite3 errors during `read` too."""
+    try:
+        conn = open_read_only(path)
+    except OlderSchemaError:
+        if not (upgrade and _may_write(path)):
+            raise
+        open_db(path, create=False).close()  # migrations/, all steps in one transaction
+        conn = open_read_only(path)
     try:
         return read(conn)
     except sqlite3.Error as exc:

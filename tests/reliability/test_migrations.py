@@ -1,6 +1,7 @@
 """Upgrades never break the cron line: a database made by an older monitor-tick is upgraded in
-place by the first command that writes, with its history intact; an older program refuses a
-newer file; read-only commands change nothing."""
+place by the first command that writes, or on SQLite by a command that only reads, with its
+history intact; an older program refuses a newer file; dry runs, and every reader on
+PostgreSQL, change nothing."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from monitor_tick import store
+from monitor_tick.core.redact import redact_url
 from monitor_tick.store import migrations
 from tests.commands import clock_at
+from tests.postgres import Server
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -118,15 +122,84 @@ def test_the_first_tick_upgrades_a_version_1_file_and_keeps_its_history(v1_db: s
     assert listed.returncode == 0 and "backups" in listed.stdout and "refused" in listed.stdout
 
 
-def test_a_read_only_command_never_upgrades_and_says_what_will(v1_db: str) -> None:
+def _rows(path: str) -> dict[str, int]:
+    conn = sqlite3.connect(path)
+    try:
+        return {table: conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0] for table in HISTORY}
+    finally:
+        conn.close()
+
+
+HISTORY = ("monitors", "rollups", "incidents", "incident_events", "channels", "pings", "owners", "plans", "ticks")
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["list"], "backups"),
+        (["show", "refused"], "monitor 1 (refused)"),
+        (["report"], "refused"),
+        (["plan", "list"], "free"),
+        (["notify", "list"], "json://127.0.0.1:9/"),
+        (["owner", "list"], "alice"),
+        (["hosts"], "no claims"),
+        (["status-page", "--out", "{site}"], "refused"),  # shown in {site}/index.html
+    ],
+)
+def test_a_command_that_only_reads_upgrades_a_writable_older_file_first(
+    v1_db: str, args: list[str], shown: str, tmp_path: Path
+) -> None:
+    history = _rows(v1_db)
+    site = tmp_path / "site"
+    done = cli(v1_db, *(arg.format(site=site) for arg in args))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert shown in (done.stdout or (site / "index.html").read_text(encoding="utf-8"))
+    assert version_of(v1_db) == store.SCHEMA_VERSION
+    assert _rows(v1_db) == history  # upgraded as a tick upgrades it, every row kept
+
+
+@pytest.mark.parametrize("args", [["--dry-run"], ["apply", "--dry-run", "monitors.toml"]])
+def test_a_dry_run_never_upgrades_and_says_what_will(v1_db: str, args: list[str], tmp_path: Path) -> None:
+    (tmp_path / "monitors.toml").write_text('[monitors.api]\nurl = "http://127.0.0.1:9/"\n', encoding="utf-8")
     before = Path(v1_db).read_bytes()
-    done = cli(v1_db, "report")
+    done = subprocess.run(
+        [MONITOR_TICK, "--db", v1_db, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **clock_at()},
+        cwd=tmp_path,
+    )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == (
         f"monitor-tick: database {v1_db} has schema version 1, older than this monitor-tick's "
         f"({store.SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it\n"
     )
     assert Path(v1_db).read_bytes() == before
+
+
+def test_on_postgresql_commands_that_only_read_refuse_an_older_schema_and_never_upgrade_it(
+    pg_server: Server, tmp_path: Path
+) -> None:
+    """The hosts of a fleet upgrade their shared database with their ticks. A reader from a newer
+    install (a laptop's `list`) must not: every host still on the older program would then refuse
+    the newer schema, and stop."""
+    url = pg_server.fresh_database()
+    assert cli(url, "add", "http://127.0.0.1:9/", "--name", "api").returncode == 0
+    older = store.SCHEMA_VERSION - 1  # what every command reads first (the tables need not be older)
+    with psycopg.connect(url, autocommit=True) as raw:
+        raw.execute("UPDATE schema_version SET version = %s", (older,))
+    readers = [["list"], ["show", "api"], ["report"], ["export"], ["notify", "list"], ["hosts"], ["--dry-run"]]
+    for args in [*readers, ["status-page", "--out", str(tmp_path / "site")]]:
+        done = cli(url, *args)
+        assert (done.returncode, done.stdout) == (1, ""), args
+        assert done.stderr == (
+            f"monitor-tick: database {redact_url(url)} has schema version {older}, older than this monitor-tick's "
+            f"({store.SCHEMA_VERSION}); the next tick (or any command that writes) upgrades it\n"
+        ), args
+    with psycopg.connect(url) as raw:
+        assert raw.execute("SELECT version FROM schema_version").fetchall() == [(older,)]
+    assert not (tmp_path / "site").exists()
 
 
 def test_an_older_program_refuses_a_newer_file_in_one_line(db_path: str) -> None:

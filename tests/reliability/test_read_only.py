@@ -1,11 +1,14 @@
 """A read-only database still serves the commands that only read: list, report, status-page,
---dry-run and notify list open it read-only, never create, write or upgrade it. Where SQLite
-cannot read it (a WAL file in a read-only directory with no -shm to share), one line says why."""
+--dry-run and notify list open it read-only, never create or write it. An older schema they
+upgrade first where they may write the file (tests/reliability/test_migrations.py); in a
+read-only one, they say so in one line and leave it as it was. Where SQLite cannot read it (a
+WAL file in a read-only directory with no -shm to share), one line says why."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +25,7 @@ from tests.conftest import add
 from tests.servers import LocalServer
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
+V1_DB = Path(__file__).resolve().parent.parent / "fixtures" / "v1.db"  # schema version 1
 MINUTE = 29_934_720
 
 READERS = [
@@ -42,6 +46,13 @@ def cli(*args: str) -> subprocess.CompletedProcess[str]:
     back from now, and the real clock would leave that tick behind a day after MINUTE."""
     env = {**os.environ, **clock_at(clock.minute_start_ms(MINUTE + 2))}
     return subprocess.run([MONITOR_TICK, *args], capture_output=True, text=True, timeout=60, env=env)
+
+
+def every_reader_fails(db: Path, message: str) -> None:
+    """Every command of READERS on `db` prints nothing, says `message` in one line, exits 1."""
+    for args, _ in READERS:
+        result = cli(*args, "--db", str(db))
+        assert (result.returncode, result.stdout, result.stderr) == (1, "", f"monitor-tick: {message}\n"), args
 
 
 @pytest.fixture
@@ -121,19 +132,31 @@ def test_a_read_only_directory_without_the_shared_memory_file_fails_in_one_line(
     ticked: Path, immutable: object
 ) -> None:
     immutable(ticked.parent)  # type: ignore[operator]
-    for args, _ in READERS:
-        result = cli(*args, "--db", str(ticked))
-        assert (result.returncode, result.stdout) == (1, ""), (args, result)
-        assert result.stderr == (
-            f"monitor-tick: cannot read database {ticked}: SQLite needs {ticked}-shm beside it and "
-            f"{ticked.parent} is not writable\n"
-        ), args
+    every_reader_fails(
+        ticked,
+        f"cannot read database {ticked}: SQLite needs {ticked}-shm beside it and {ticked.parent} is not writable",
+    )
     assert sorted(p.name for p in ticked.parent.iterdir()) == ["monitor-tick.db"]
+
+
+def test_a_read_only_file_of_an_older_schema_is_refused_in_one_line_and_left_as_it_was(
+    tmp_path: Path, immutable: object
+) -> None:
+    directory = tmp_path / "data"
+    directory.mkdir()
+    older = directory / "monitor-tick.db"
+    shutil.copy(V1_DB, older)
+    immutable(older)  # type: ignore[operator]
+    before = _contents(directory)
+    every_reader_fails(
+        older,
+        f"database {older} has schema version 1, older than this monitor-tick's ({store.SCHEMA_VERSION}), "
+        "and is read-only here; the next tick (or any command that writes) upgrades it",
+    )
+    assert _contents(directory) == before
 
 
 def test_readers_never_create_a_database(tmp_path: Path) -> None:
     path = tmp_path / "monitor-tick.db"
-    for args, _ in READERS:
-        result = cli(*args, "--db", str(path))
-        assert (result.returncode, result.stdout, result.stderr) == (1, "", f"monitor-tick: no database at {path}\n")
+    every_reader_fails(path, f"no database at {path}")
     assert list(tmp_path.iterdir()) == []

@@ -18,7 +18,9 @@ for every SQLite step after 0003 with the same number, to the same result as
 schema_postgres.sql (a test holds both engines' steps to the same versions).
 
 All pending steps run in one transaction, applied by the first command that writes (a tick,
-add, ...), never by a read-only one; a failed step leaves the file as it was.
+add, ...), or on a SQLite file it may write by a command that only reads (list, report, ...;
+never a dry run, and never on PostgreSQL: see store.read_db); a failed step leaves the
+database as it was.
 """
 
 from __future__ import annotations
