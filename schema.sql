@@ -1,4 +1,4 @@
--- monitor-tick schema, version 12 (PRAGMA user_version = 12; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 13 (PRAGMA user_version = 13; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -351,4 +351,29 @@ CREATE TABLE claims (
     -- checks recorded for the bucket's monitors
     checks         INTEGER,
     PRIMARY KEY (minute, bucket)
+) STRICT, WITHOUT ROWID;
+
+-- Monitors the newest tick that had them due could not probe: an invalid row, a `${VAR}` its
+-- environment lacks, an address --block-private refuses, a kind this host cannot run. What that
+-- tick found, with the time (the tick's clock reading) and the --host-name of the run that found
+-- it; written only when it changes (the same finding by another host writes nothing, nor does a
+-- replay of a minute before it), deleted by the first tick that can probe the monitor again.
+-- `list`, `show`, the status page and the metrics read it, never judging the monitor again: they
+-- run elsewhere, in another environment.
+CREATE TABLE invalid_monitors (
+    monitor_id INTEGER PRIMARY KEY REFERENCES monitors (id) ON DELETE CASCADE,
+    -- why, as the tick says it, e.g. 'cannot be probed here: environment variable X is not set'
+    cause      TEXT    NOT NULL,
+    host       TEXT    NOT NULL,
+    since_ms   INTEGER NOT NULL
+) STRICT;
+
+-- When each host last said on stderr that it cannot probe a monitor: a live tick says it in its
+-- first tick of each UTC hour that has the monitor due, so at most one write per monitor per host
+-- per hour. --force and --minute runs never write here (they do not use up the hour's report).
+CREATE TABLE invalid_reports (
+    monitor_id INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    host       TEXT    NOT NULL,
+    said_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (monitor_id, host)
 ) STRICT, WITHOUT ROWID;

@@ -1,4 +1,4 @@
--- monitor-tick schema for PostgreSQL, version 12 (schema_version.version; store.SCHEMA_VERSION).
+-- monitor-tick schema for PostgreSQL, version 13 (schema_version.version; store.SCHEMA_VERSION).
 --
 -- The same tables, columns, constraints and indexes as schema.sql (the SQLite DDL, the
 -- contract; a test holds the two together), in PostgreSQL's types: every integer is BIGINT
@@ -332,4 +332,20 @@ CREATE TABLE claims (
     -- checks recorded for the bucket's monitors
     checks         BIGINT,
     PRIMARY KEY (minute, bucket)
+);
+
+-- Monitors the newest tick that had them due could not probe, and when each host last said so
+-- (see schema.sql).
+CREATE TABLE invalid_monitors (
+    monitor_id BIGINT PRIMARY KEY REFERENCES monitors (id) ON DELETE CASCADE,
+    cause      TEXT   NOT NULL,
+    host       TEXT   NOT NULL,
+    since_ms   BIGINT NOT NULL
+);
+
+CREATE TABLE invalid_reports (
+    monitor_id BIGINT NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    host       TEXT   NOT NULL,
+    said_at_ms BIGINT NOT NULL,
+    PRIMARY KEY (monitor_id, host)
 );

@@ -65,6 +65,7 @@ def _fill(db: str) -> tuple[int, str]:
         store.add_channel(conn, "json://127.0.0.1:9/hook", monitor_ref=None, owner_name=None, created_at_ms=T0_MS)
         store.set_env_ref(conn, "settings:network_canary_url", "${CANARY_URL}", "http://127.0.0.1:9/canary")
         store.set_setting(conn, store.CANARY_SETTING, "http://127.0.0.1:9/canary")
+        store.record_invalid(conn, {beat: "cannot be probed here: a test"}, at_ms=T0_MS, host="cron-a", say=True)
         for minute in (MINUTE, MINUTE + 1):
             at_ms = clock.minute_start_ms(minute)
             store.claim_minute(conn, minute, at_ms, force=False)

@@ -312,3 +312,50 @@ def test_the_configuration_and_its_references_read_the_same_on_either_engine(con
     assert row["first_check_minute"] is not None
     (listed,) = store.list_monitors(conn, T0_MS, monitor)
     assert listed["id"] == monitor and store.has_monitors(conn)
+
+
+# --- what the ticks found of monitors they could not probe (issue 21, item 2) -----------------------
+
+
+def _invalid_rows(conn: store.Connection) -> list[tuple[object, ...]]:
+    return [tuple(row) for row in conn.execute("SELECT monitor_id, cause, host, since_ms FROM invalid_monitors")]
+
+
+def _said_rows(conn: store.Connection) -> list[tuple[object, ...]]:
+    rows = conn.execute("SELECT host, monitor_id, said_at_ms FROM invalid_reports ORDER BY host, monitor_id")
+    return [tuple(row) for row in rows]
+
+
+def test_an_invalid_state_is_written_when_it_changes_and_said_once_an_hour_per_host(conn: store.Connection) -> None:
+    monitor = add(conn, "http://127.0.0.1:9/a")
+    later = T0_MS + 60_000
+    assert store.record_invalid(conn, {monitor: "cause x"}, at_ms=T0_MS, host="a", say=True) == [monitor]
+    assert _invalid_rows(conn) == [(monitor, "cause x", "a", T0_MS)]
+    # the same finding, by this host or another: nothing written, and said by each host once an hour
+    assert store.record_invalid(conn, {monitor: "cause x"}, at_ms=later, host="a", say=True) == []
+    assert store.record_invalid(conn, {monitor: "cause x"}, at_ms=later, host="b", say=True) == [monitor]
+    assert store.record_invalid(conn, {monitor: "cause x"}, at_ms=later + 1, host="b", say=True) == []
+    assert _invalid_rows(conn) == [(monitor, "cause x", "a", T0_MS)]
+    assert _said_rows(conn) == [("a", monitor, T0_MS), ("b", monitor, later)]
+    # a run that does not say (--force, --minute) leaves the hour's report to the live ticks
+    next_hour = T0_MS + clock.MS_PER_HOUR
+    assert store.record_invalid(conn, {monitor: "cause x"}, at_ms=next_hour, host="a", say=False) == []
+    assert store.record_invalid(conn, {monitor: "cause x"}, at_ms=next_hour + 1, host="a", say=True) == [monitor]
+    # a replay of a minute before the finding changes nothing; a newer finding replaces it
+    assert store.record_invalid(conn, {monitor: None}, at_ms=T0_MS - 60_000, host="b", say=False) == []
+    assert _invalid_rows(conn) == [(monitor, "cause x", "a", T0_MS)]
+    assert store.record_invalid(conn, {monitor: "cause y"}, at_ms=next_hour + 2, host="b", say=False) == []
+    assert _invalid_rows(conn) == [(monitor, "cause y", "b", next_hour + 2)]
+    assert store.record_invalid(conn, {monitor: None}, at_ms=next_hour + 3, host="a", say=True) == []
+    assert _invalid_rows(conn) == []
+
+
+def test_a_monitor_removed_while_the_tick_ran_gets_no_invalid_state(conn: store.Connection) -> None:
+    kept = add(conn, "http://127.0.0.1:9/kept")
+    removed = add(conn, "http://127.0.0.1:9/removed")
+    store.remove_monitor(conn, str(removed))
+    found = {removed: "cause", kept: "cause"}
+    assert store.record_invalid(conn, found, at_ms=T0_MS, host="a", say=True) == [kept]
+    assert _invalid_rows(conn) == [(kept, "cause", "a", T0_MS)] and _said_rows(conn) == [("a", kept, T0_MS)]
+    store.remove_monitor(conn, str(kept))
+    assert _invalid_rows(conn) == [] and _said_rows(conn) == []

@@ -18,6 +18,7 @@
     reads.py       report, status page, badges and metrics: reads only
     pings.py       heartbeat tokens and pings
     imports.py     monitors brought in from another tool, all in one transaction
+    invalid.py     what the ticks found of monitors they could not probe, and who said so when
     config.py      the configuration as a whole (export, apply) and its `${VAR}` references
 
 Both engines run synchronously (the standard library's sqlite3, psycopg): the database is
@@ -63,6 +64,7 @@ from monitor_tick.store.engine import (
     read_db,
     set_busy_timeout,
 )
+from monitor_tick.store.invalid import record_invalid
 from monitor_tick.store.ledger import (
     BUCKETS,
     Buckets,
@@ -222,6 +224,7 @@ __all__ = [
     "heartbeat_id",
     "heartbeat_pings",
     "record_ping",
+    "record_invalid",
     "ImportedMonitor",
     "existing_names",
     "import_monitors",

@@ -30,6 +30,8 @@ TABLES = (
     "deliveries",
     "settings",
     "pings",
+    "invalid_monitors",
+    "invalid_reports",
 )
 # Tables whose `id` a new row takes from the engine (PostgreSQL's identity sequences are set past
 # the copied ids; SQLite takes max(id) + 1 by itself)
