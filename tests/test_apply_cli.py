@@ -33,6 +33,10 @@ def ok(db: str, *args: str, **env: str) -> str:
     return run.stdout
 
 
+# the variables of test_request_options_round_trip_and_references_stay_references's references
+REFERENCED = {"API_KEY": "key-1", "API_PASSWORD": "password-1", "PING_BODY": "1"}
+
+
 def world(path: Path, server: LocalServer, token_sha256: str) -> str:
     """A file as a user writes it: every section, a heartbeat with its token's digest, a channel
     through ${HOOK_URL}, an owner whose plan expires, a one-off and a recurring maintenance
@@ -367,6 +371,7 @@ def test_request_options_round_trip_and_references_stay_references(tmp_path: Pat
         "ops:${API_PASSWORD}",
         "--body",
         '{"ping": ${PING_BODY}}',
+        **REFERENCED,
     )
     ok(first, "add", "https://127.0.0.1:9/", "--name", "lab", "--ca-file", ca_pem_path())
     ok(first, "add", "https://127.0.0.1:9/", "--name", "lab2", "--insecure")
@@ -385,9 +390,19 @@ def test_request_options_round_trip_and_references_stay_references(tmp_path: Pat
     file = tmp_path / "monitors.toml"
     file.write_text(exported, encoding="utf-8")
     second = str(tmp_path / "second.db")
-    ok(second, "apply", str(file))  # no API_KEY in this environment: the tick resolves it, not apply
+    # none of them in this environment: applied all the same (the tick resolves them, not apply),
+    # with a warning each
+    applied = cli(second, "apply", str(file))
+    assert applied.returncode == 0 and applied.stderr.splitlines() == [
+        f"monitor-tick: created database {second}",
+        *(
+            f"monitor-tick: monitor api: ${{{name}}} is not set here; the tick reads it from its own environment "
+            "(set it there, e.g. in the crontab), or it cannot probe this monitor"
+            for name in REFERENCED
+        ),
+    ]
     assert ok(second, "export") == exported
-    assert ok(second, "apply", str(file)) == "no changes\n"
+    assert ok(second, "apply", str(file), **REFERENCED) == "no changes\n"
     conn = sqlite3.connect(second)
     stored = conn.execute("SELECT headers, basic_auth, max_latency_ms, json_field FROM monitors WHERE name = 'api'")
     assert stored.fetchone() == ("X-Api-Key: ${API_KEY}", "ops:${API_PASSWORD}", 500, "status=UP")
@@ -408,6 +423,7 @@ def test_a_typed_in_password_or_header_value_is_exported_as_a_placeholder_never_
         "X-Tenant: ${TENANT}",
         "--basic-auth",
         "ops:hunter2",
+        TENANT="tenant-1",
     )
     run = cli(db, "export")
     assert run.returncode == 0

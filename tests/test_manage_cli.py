@@ -5,6 +5,7 @@ command against real servers on 127.0.0.1 and a real SQLite file: `edit`, `plan`
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 import subprocess
@@ -21,11 +22,13 @@ START = 29_934_720  # 2026-12-01T00:00Z
 
 
 def cli(db: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60, env={**os.environ, **env}
+    )
 
 
-def ok(db: str, *args: str) -> str:
-    run = cli(db, *args)
+def ok(db: str, *args: str, **env: str) -> str:
+    run = cli(db, *args, **env)
     assert run.returncode == 0 and created_or_nothing(run.stderr, db), (args, run.stderr)
     return run.stdout
 
@@ -332,6 +335,7 @@ def test_edit_and_show_take_every_request_option_and_never_print_a_secret(tmp_pa
         "status=UP",
         "--max-latency",
         "500ms",
+        TENANT="tenant-1",  # else `edit` warns that it is not set here
     )
     assert out == (
         "monitor 1 (api): --method GET -> POST, --max-latency none -> 500ms, --json-field none -> status=UP, "
@@ -359,7 +363,7 @@ def test_edit_and_show_take_every_request_option_and_never_print_a_secret(tmp_pa
     for printed in (out, text, ok(db, "list", "--json"), ok(db, "list")):
         assert "abc123" not in printed and "hunter2" not in printed and "s3cret" not in printed
     # '' puts an option back to its default, --not-insecure too
-    ok(db, "edit", "api", "--url", "https://127.0.0.1:9/", "--insecure")
+    ok(db, "edit", "api", "--url", "https://127.0.0.1:9/", "--insecure", TENANT="tenant-1")
     assert conn.execute("SELECT insecure FROM monitors").fetchone() == (1,)
     out = ok(db, "edit", "api", "--header", "", "--basic-auth", "", "--not-insecure", "--max-latency", "")
     assert out == (

@@ -19,7 +19,7 @@ from monitor_tick.core import clock, fanout
 from monitor_tick.core.redact import redact_settings
 from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.guard import AddressGuard
-from tests.commands import created_or_nothing
+from tests.commands import ORDINARY_MS, clock_at, created_or_nothing
 from tests.conftest import add
 from tests.servers import LocalServer, make_ca, self_signed_cert, valid_cert
 
@@ -136,6 +136,7 @@ def test_secrets_are_never_printed_and_a_missing_variable_is_a_configuration_err
         f"ops:{SECRET}",
         "--body",
         f"password={SECRET}",
+        env={"MT_TEST_TOKEN": TOKEN},  # else `add` warns that it is not set (as the next test shows)
     )
     assert added.returncode == 0 and created_or_nothing(added.stderr, db)
     raw = sqlite3.connect(db)
@@ -227,3 +228,54 @@ def test_redacted_settings_keep_names_users_and_references() -> None:
         "body": None,
         "keyword": "ok",
     }
+
+
+# --- a monitor the tick cannot probe (issue 21, item 2) -------------------------------------------
+
+UNSET = "MT_TEST_NEVER_IN_CRON"
+WARNED = (
+    f"monitor-tick: monitor api: ${{{UNSET}}} is not set here; the tick reads it from its own environment "
+    "(set it there, e.g. in the crontab), or it cannot probe this monitor\n"
+)
+
+
+def at(minute_of_hour: int, hour: int = 0) -> int:
+    """5 s into a minute of 2026-12-01 (UTC), `hour` hours after midnight."""
+    return clock.hour_start_ms(ORDINARY_MS) + hour * clock.MS_PER_HOUR + minute_of_hour * clock.MS_PER_MINUTE + 5_000
+
+
+def as_cron(db: str, at_ms: int, *args: str, token: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The installed command under a clock at `at_ms`, its environment holding UNSET only when a
+    `token` is given."""
+    env = {name: value for name, value in os.environ.items() if name != UNSET}
+    env.update(clock_at(at_ms), **({UNSET: token} if token is not None else {}))
+    return subprocess.run([MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60, env=env)
+
+
+def test_add_edit_and_apply_warn_of_references_unset_where_they_run(tmp_path: Path, local_server: LocalServer) -> None:
+    db = str(tmp_path / "m.db")
+    added = as_cron(db, at(30), "add", local_server.url("/ok"), "--name", "plain")
+    assert (added.returncode, added.stderr) == (0, f"monitor-tick: created database {db}\n")
+    edited = as_cron(
+        db, at(30), "edit", "plain", "--basic-auth", f"ops:${{{UNSET}}}", "--header", "X-Other: ${MT_TEST_ALSO_UNSET}"
+    )
+    assert edited.returncode == 0 and edited.stderr == (
+        WARNED.replace("monitor api", "monitor plain").replace(f"${{{UNSET}}}", "${MT_TEST_ALSO_UNSET}")
+        + WARNED.replace("monitor api", "monitor plain")
+    )
+    assert as_cron(db, at(30), "edit", "plain", "--name", "quiet", token=TOKEN).stderr == WARNED.replace(
+        "monitor api", "monitor quiet"
+    ).replace(f"${{{UNSET}}}", "${MT_TEST_ALSO_UNSET}")
+    monitors = tmp_path / "monitors.toml"
+    monitors.write_text(
+        "[monitors.api]\n"
+        f'url = "{local_server.url("/ok")}"\n'
+        "interval_sec = 60\n"
+        'method = "POST"\n'
+        f'headers = "X-Key: ${{{UNSET}}}"\n'
+        f'body = "token=${{{UNSET}}}"\n'
+    )
+    for args in (["--dry-run"], []):
+        applied = as_cron(db, at(30), "apply", str(monitors), *args)
+        assert (applied.returncode, applied.stderr) == (0, WARNED), args
+    assert as_cron(db, at(30), "apply", str(monitors), token=TOKEN).stderr == ""

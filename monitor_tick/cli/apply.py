@@ -6,12 +6,12 @@ from __future__ import annotations
 import os
 import tempfile
 import tomllib
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from monitor_tick import store
-from monitor_tick.cli.common import DbOption, connect, db_path, fail, read
+from monitor_tick.cli.common import DbOption, connect, db_path, fail, read, warn_unset_references
 from monitor_tick.cli.configfile import EXPORT_MODE, FileError, Plan, export_text, line_of, read_plan
 from monitor_tick.core import clock
 from monitor_tick.publish.atomic import describe_os_error, write_text_atomic
@@ -73,10 +73,11 @@ def apply(
         fail(f"{file}: not UTF-8 text", 2)
     now_ms = clock.now_ms()
     try:
-        tomllib.loads(text)  # a syntax error is named before the database is opened
+        monitors = tomllib.loads(text).get("monitors")  # a syntax error is named before the database is opened
         if dry_run:
             plan = read(path, lambda conn: read_plan(conn, text, prune=prune, now_ms=now_ms), dry_run=True)
             _print_plan(plan, dry_run=True)
+            _warn_unset_references(monitors)
             return
         created = store.is_missing(path)
         if created:  # a file that cannot be applied must not leave a new database behind
@@ -100,6 +101,13 @@ def apply(
     _print_plan(plan, dry_run=False)
     for name, token in plan.tokens:
         typer.echo(f"heartbeat {name}: token {token} (shown once; ping it with `monitor-tick ping {name}`)")
+    _warn_unset_references(monitors)
+
+
+def _warn_unset_references(monitors: Any) -> None:
+    """warn_unset_references for each monitor of a file that read_plan accepted."""
+    for name, entry in (monitors or {}).items():
+        warn_unset_references(name, *(entry.get(key) for key in ("headers", "basic_auth", "body")))
 
 
 @app.command()

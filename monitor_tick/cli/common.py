@@ -3,6 +3,7 @@ database, reading durations and instants, and what `list` and `report` add to a 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -12,7 +13,7 @@ from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
 from monitor_tick.core import clock
 from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
-from monitor_tick.core.redact import REDACTED_SETTINGS, redact_settings, redact_text
+from monitor_tick.core.redact import ENV_REFERENCE, REDACTED_SETTINGS, redact_settings, redact_text
 
 # No envvar here: $MONITOR_TICK_DB is read by the root's --db (the tick's option), so that an
 # explicit --db wins wherever it stands: `--db b.db list` and `list --db b.db` (db_path).
@@ -57,6 +58,20 @@ def _shown_char(ch: str) -> str:
     if ch.isprintable():
         return ch
     return ch.encode("unicode_escape").decode("ascii")
+
+
+def warn_unset_references(monitor: str, *texts: object) -> None:
+    """One line on stderr for each `${VAR}` that `texts` (a monitor's headers, basic auth and
+    body) refer to and this command's environment lacks. Not an error: the tick resolves them
+    from its own environment (cron's), which may hold them; but said now, not found at the hour."""
+    names = dict.fromkeys(name for text in texts if isinstance(text, str) for name in ENV_REFERENCE.findall(text))
+    for name in names:
+        if name not in os.environ:
+            typer.echo(
+                f"monitor-tick: monitor {shown_name(monitor)}: ${{{name}}} is not set here; the tick reads it from "
+                "its own environment (set it there, e.g. in the crontab), or it cannot probe this monitor",
+                err=True,
+            )
 
 
 def connect(path: str, *, create: bool = False) -> store.Connection:

@@ -24,6 +24,7 @@ from monitor_tick.cli.common import (
     next_check_ms,
     read,
     shown_name,
+    warn_unset_references,
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
@@ -149,7 +150,8 @@ def add(
         list[str] | None,
         typer.Option(
             help="http: a request header, 'Name: value'; repeat for more. The value may be or hold "
-            "${ENV_VAR} references, resolved by the tick from its environment (cron's) and never printed."
+            "${ENV_VAR} references, resolved by the tick from its environment (cron's) and never printed "
+            "(a warning when one is not set here)."
         ),
     ] = None,
     basic_auth: Annotated[
@@ -252,6 +254,7 @@ def add(
     if created:
         typer.echo(f"monitor-tick: created database {path}", err=True)
     typer.echo(token or str(new_id))
+    warn_unset_references(monitor.name, monitor.headers, monitor.basic_auth, monitor.body)
     unable = probes.PROBES[monitor.kind].host_check()
     if unable:  # added all the same (the setting can change), but said now rather than at the hour
         typer.echo(f"monitor-tick: monitor {new_id} cannot be probed here until this changes: {unable}", err=True)
