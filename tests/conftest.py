@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import compileall
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -82,6 +83,24 @@ def add(
     # tests name monitors after their whole URL (the CLI's default name hides query values)
     monitor = draft_monitor(name=name or url, url=url, interval_sec=every_s, aligned=aligned, given=options)
     return store.add_monitor(conn, monitor, owner, created_at_ms, token_sha256=token_sha256)
+
+
+_WRITE = re.compile(r"^\s*(INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)")
+
+
+def traced_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """A list that the SQLite connections store.open_db opens from now on extend with each write
+    statement they run, as (verb, table) (SQLite's trace callback)."""
+    writes: list[tuple[str, str]] = []
+    real_open = store.open_db
+
+    def traced(*args: object, **kwargs: object) -> sqlite3.Connection:
+        connection = real_open(*args, **kwargs)  # type: ignore[arg-type]
+        connection.set_trace_callback(lambda sql: writes.extend(_WRITE.findall(sql)))
+        return connection
+
+    monkeypatch.setattr(store, "open_db", traced)
+    return writes
 
 
 def respx_transport() -> httpx.AsyncHTTPTransport:

@@ -3,7 +3,6 @@ target), a real SQLite file, the tick as cron runs it. Time moves with freezegun
 
 from __future__ import annotations
 
-import re
 import socket
 import sqlite3
 import subprocess
@@ -21,7 +20,7 @@ from monitor_tick.core import clock
 from monitor_tick.core import tick as tick_module
 from monitor_tick.core.model import AlertSettings, Monitor
 from monitor_tick.core.tick import TickOptions, TickReport, run_tick
-from tests.conftest import add
+from tests.conftest import add, traced_writes
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer, refused_port, send_response
 
@@ -441,20 +440,9 @@ def test_a_healthy_monitor_costs_one_rollup_upsert_and_nothing_else(
         add(conn, site.url(name), name=name, retries=0)
     channel(conn, rx.apprise_url())
     tick(db_path, "2026-12-01T00:00:05Z")
-    writes: list[str] = []
-    real_open = store.open_db
-
-    def traced(*args: object, **kwargs: object) -> sqlite3.Connection:
-        connection = real_open(*args, **kwargs)  # type: ignore[arg-type]
-        connection.set_trace_callback(lambda sql: writes.extend(_WRITE.findall(sql)))
-        return connection
-
-    monkeypatch.setattr(store, "open_db", traced)
+    writes = traced_writes(monkeypatch)
     tick(db_path, "2026-12-01T00:01:05Z")
     assert writes == [("INSERT INTO", "ticks")] + [("INSERT INTO", "rollups")] * 3 + [("UPDATE", "ticks")]
-
-
-_WRITE = re.compile(r"^\s*(INSERT INTO|UPDATE|DELETE FROM)\s+(\w+)")
 
 
 @pytest.mark.parametrize(("status", "imported"), [(200, False), (503, True)])
