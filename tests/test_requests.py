@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 
 import pytest
+from freezegun import freeze_time
 
 from monitor_tick.core import clock, fanout
 from monitor_tick.core.redact import redact_settings
 from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.guard import AddressGuard
 from tests.commands import ORDINARY_MS, clock_at, created_or_nothing
-from tests.conftest import add
+from tests.conftest import add, traced_writes
 from tests.servers import LocalServer, make_ca, self_signed_cert, valid_cert
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
@@ -233,6 +234,8 @@ def test_redacted_settings_keep_names_users_and_references() -> None:
 # --- a monitor the tick cannot probe (issue 21, item 2) -------------------------------------------
 
 UNSET = "MT_TEST_NEVER_IN_CRON"
+CANNOT = f"cannot be probed here: environment variable {UNSET} is not set"
+SAID = f"monitor-tick: monitor 1 skipped: {CANNOT}\n"
 WARNED = (
     f"monitor-tick: monitor api: ${{{UNSET}}} is not set here; the tick reads it from its own environment "
     "(set it there, e.g. in the crontab), or it cannot probe this monitor\n"
@@ -250,6 +253,90 @@ def as_cron(db: str, at_ms: int, *args: str, token: str | None = None) -> subpro
     env = {name: value for name, value in os.environ.items() if name != UNSET}
     env.update(clock_at(at_ms), **({UNSET: token} if token is not None else {}))
     return subprocess.run([MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60, env=env)
+
+
+def added_api(db: str, local_server: LocalServer) -> None:
+    added = as_cron(
+        db, at(30), "add", local_server.url("/ok"), "--name", "api", "--every", "1m", "--header", f"X-Key: ${{{UNSET}}}"
+    )
+    # added all the same (cron's environment may hold it), with a warning
+    assert (added.returncode, added.stdout, added.stderr) == (0, "1\n", WARNED)
+
+
+def listed_row(db: str, at_ms: int, token: str | None = None) -> dict[str, object]:
+    (row,) = json.loads(as_cron(db, at_ms, "list", "--json", token=token).stdout)
+    return row  # type: ignore[no-any-return]
+
+
+def test_a_monitor_the_tick_cannot_probe_is_shown_invalid_everywhere_and_said_each_hour(
+    any_db: str, local_server: LocalServer, tmp_path: Path
+) -> None:
+    db = any_db  # a SQLite file, then a PostgreSQL database
+    added_api(db, local_server)
+    page, metrics_file = tmp_path / "page", tmp_path / "metrics.prom"
+    outputs = ["--status-page", str(page), "--metrics-file", str(metrics_file)]
+    first = as_cron(db, at(31), "--host-name", "cron-a", *outputs)  # a live tick, not in the hour's first minutes
+    assert (first.returncode, first.stdout, first.stderr) == (0, "", SAID)
+
+    # what that tick found is shown, however the reader's environment differs from the tick's
+    for token in (None, TOKEN):
+        row = listed_row(db, at(31) + 30_000, token)
+        assert (row["state"], row["invalid_cause"], row["invalid_host"], row["next_check_ms"]) == (
+            "invalid",
+            CANNOT,
+            "cron-a",
+            None,
+        )
+        assert at(31) <= row["invalid_since_ms"] < at(32)  # type: ignore[operator]
+    (line,) = as_cron(db, at(31) + 30_000, "list", token=TOKEN).stdout.splitlines()[1:]
+    assert " invalid " in line and line.endswith(f"{CANNOT} (found by cron-a at 2026-12-01 00:31 UTC)")
+    shown = as_cron(db, at(31) + 30_000, "show", "api", token=TOKEN).stdout.splitlines()
+    assert f"  state      invalid: {CANNOT} (found by cron-a at 2026-12-01 00:31 UTC); last check -" in shown
+    monitor = json.loads(as_cron(db, at(31) + 30_000, "show", "api", "--json").stdout)["monitor"]
+    assert (monitor["state"], monitor["invalid_cause"], monitor["invalid_host"]) == ("invalid", CANNOT, "cron-a")
+    # the public page says it is not checked, never why
+    html = (page / "index.html").read_text()
+    assert 'data-state="invalid"' in html and ">Not checked<" in html
+    assert UNSET not in html and "cannot be probed" not in html and "cron-a" not in html
+    assert ">not checked<" in (page / "badges" / "1-status.svg").read_text()
+    metrics = (metrics_file).read_text()
+    assert 'monitor_tick_invalid{id="1",monitor="api"} 1\n' in metrics
+    assert 'monitor_tick_monitors{state="invalid"} 1\n' in metrics
+
+    # said once an hour by each host: not again this hour; a --force or --minute run never uses
+    # up the next hour's report
+    assert as_cron(db, at(32), "--host-name", "cron-a").stderr == ""
+    forced = as_cron(db, at(0, hour=1), "--force", "--host-name", "cron-a")
+    replayed = as_cron(db, at(2, hour=1), "--minute", str(clock.minute_of_ms(at(1, hour=1))), "--host-name", "cron-a")
+    assert (forced.returncode, replayed.returncode) == (0, 0) and {forced.stderr, replayed.stderr} <= {"", SAID}
+    assert as_cron(db, at(2, hour=1), "--host-name", "cron-a").stderr == SAID
+    assert as_cron(db, at(3, hour=1), "--host-name", "cron-a").stderr == ""
+    assert listed_row(db, at(3, hour=1) + 30_000)["invalid_since_ms"] == row["invalid_since_ms"]  # not rewritten
+
+    # the environment fixed: the next tick probes it, and the stored state is cleared
+    fixed = as_cron(db, at(4, hour=1), "--host-name", "cron-a", token=TOKEN)
+    assert (fixed.returncode, fixed.stdout, fixed.stderr) == (0, "", "")
+    assert local_server.requests[-1].headers["x-key"] == TOKEN
+    row = listed_row(db, at(4, hour=1) + 30_000)
+    assert (row["state"], row["invalid_cause"], row["invalid_host"], row["invalid_since_ms"]) == ("up",) + (None,) * 3
+
+
+def test_each_host_of_a_fleet_says_what_it_cannot_probe_and_the_newest_tick_decides_the_state(
+    any_db: str, local_server: LocalServer
+) -> None:
+    db = any_db  # on PostgreSQL, the hosts of a fleet; on SQLite, runs under two --host-name
+    added_api(db, local_server)
+    said = [as_cron(db, at(31 + n), "--host-name", host).stderr for n, host in enumerate("abab")]
+    assert said == [SAID, SAID, "", ""]
+    assert listed_row(db, at(35))["invalid_host"] == "a"  # the same finding by b: nothing written
+    assert [as_cron(db, at(1 + n, hour=1), "--host-name", host).stderr for n, host in enumerate("ab")] == [SAID, SAID]
+    # b's environment holds it: its tick probes the monitor, and that newest finding is shown
+    assert as_cron(db, at(3, hour=1), "--host-name", "b", token=TOKEN).stderr == ""
+    assert listed_row(db, at(3, hour=1) + 30_000)["state"] == "up"
+    # then a's tick cannot: shown invalid again, said by a already this hour
+    assert as_cron(db, at(4, hour=1), "--host-name", "a").stderr == ""
+    row = listed_row(db, at(4, hour=1) + 30_000)
+    assert (row["state"], row["invalid_host"]) == ("invalid", "a") and row["invalid_since_ms"] >= at(4, hour=1)  # type: ignore[operator]
 
 
 def test_add_edit_and_apply_warn_of_references_unset_where_they_run(tmp_path: Path, local_server: LocalServer) -> None:
@@ -279,3 +366,29 @@ def test_add_edit_and_apply_warn_of_references_unset_where_they_run(tmp_path: Pa
         applied = as_cron(db, at(30), "apply", str(monitors), *args)
         assert (applied.returncode, applied.stderr) == (0, WARNED), args
     assert as_cron(db, at(30), "apply", str(monitors), token=TOKEN).stderr == ""
+
+
+def test_a_monitor_that_cannot_be_probed_costs_a_write_when_that_changes_and_one_an_hour(
+    db_path: str, conn: sqlite3.Connection, local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite's trace callback counts the tick's writes to the invalid_* tables (the store's code
+    is the same text on PostgreSQL)."""
+    monkeypatch.delenv(UNSET, raising=False)
+    add(conn, local_server.url("/ok"), headers=f"X-Key: ${{{UNSET}}}")
+    writes = traced_writes(monkeypatch)
+
+    def tick(at_ms: int) -> tuple[list[tuple[str, str]], list[int]]:
+        """(the tick's writes to the invalid_* tables, the monitors it said it cannot probe)"""
+        writes.clear()
+        with freeze_time(clock.iso_from_ms(at_ms), real_asyncio=True):
+            report = run_tick(TickOptions(db_path, retry_delay_s=0, host_name="cron-a"))
+        said = [monitor for monitor, _ in report.skipped_to_say()]
+        return [write for write in writes if write[1].startswith("invalid_")], said
+
+    found, said = ("INSERT INTO", "invalid_monitors"), ("INSERT INTO", "invalid_reports")
+    assert tick(at(31)) == ([found, said], [1])
+    assert tick(at(32)) == tick(at(59)) == ([], [])  # the same finding, said already this hour
+    assert tick(at(0, hour=1)) == ([said], [1])
+    monkeypatch.setenv(UNSET, TOKEN)
+    assert tick(at(1, hour=1)) == ([("DELETE FROM", "invalid_monitors")], [])
+    assert tick(at(2, hour=1)) == ([], [])

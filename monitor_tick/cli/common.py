@@ -136,11 +136,17 @@ def change(ctx: typer.Context, db: str | None, action: Any, *, create: bool = Fa
 
 
 def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
-    """What list and report add to a monitor's row: the open incident's cause, the certificate's
-    days left (derived from its stored expiry and `now_ms`), a heartbeat's last ping, and all of
-    it as one short `note` for the text tables."""
+    """What list and report add to a monitor's row: why the newest tick that had it due could not
+    probe it (with that tick's host and when it found so), the open incident's cause, the
+    certificate's days left (derived from its stored expiry and `now_ms`), a heartbeat's last
+    ping, and all of it as one short `note` for the text tables."""
+    invalid = redact_text(row["invalid_cause"]) if row["invalid_cause"] else None
+    notes = []
+    if invalid:
+        found = f"found by {shown_name(row['invalid_host'])} at {clock.display_from_ms(row['invalid_since_ms'])}"
+        notes.append(f"{invalid} ({found})")
     cause = redact_text(row["cause"]) if row["cause"] else None  # a stored cause may quote a URL
-    notes = [cause] if cause else []
+    notes += [cause] if cause else []
     if row.get("insecure"):
         notes.append("INSECURE: TLS not verified")
     expires_ms = row["cert_expires_at_ms"]
@@ -150,6 +156,9 @@ def latest_results(row: dict[str, Any], now_ms: int) -> dict[str, Any]:
     if row["kind"] == "heartbeat":
         notes.append(_ping_note(row, now_ms))
     return {
+        "invalid_cause": invalid,
+        "invalid_host": row["invalid_host"],
+        "invalid_since_ms": row["invalid_since_ms"],
         "cause": cause,
         "cert_expires_at_ms": expires_ms,
         "cert_days_left": None if expires_ms is None else clock.days_left(expires_ms, now_ms),

@@ -28,7 +28,7 @@ from monitor_tick.cli.common import (
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
-from monitor_tick.core.model import OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings
+from monitor_tick.core.model import OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings, monitor_state
 from monitor_tick.core.redact import redact_settings
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
@@ -263,11 +263,12 @@ def add(
 @app.command("list")
 def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """List monitors with their interval, effective interval (after the plan floor), state and
-    when each is next checked."""
+    when each is next checked. State `invalid`: the newest tick that had it due could not probe
+    it (the note says why, on which host and when)."""
     now_ms = clock.now_ms()
     rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
     for row in rows:
-        row["state"] = deferred.probes().monitor_state(row)  # judged on the real settings, shown redacted
+        row["state"] = monitor_state(row)
         row["next_check_ms"] = next_check_ms(row, row["state"])
         row.update(redact_settings(row))
         row.update(latest_results(row, now_ms))

@@ -24,7 +24,7 @@ from monitor_tick.cli.common import (
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
-from monitor_tick.core.model import OPTION_FLAGS
+from monitor_tick.core.model import OPTION_FLAGS, monitor_state
 from monitor_tick.core.redact import REDACTED_SETTINGS, redact_channel_url, redact_settings, redact_text
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
@@ -36,7 +36,7 @@ def _detail(ref: str, db: str, now_ms: int) -> dict[str, Any]:
     since_ms = clock.hour_start_ms(now_ms) - (HOURS - 1) * clock.MS_PER_HOUR
     found = read(db, lambda conn: store.monitor_detail(conn, ref, now_ms, since_ms))
     monitor = found["monitor"]
-    monitor["state"] = deferred.probes().monitor_state(monitor)  # judged on the real url
+    monitor["state"] = monitor_state(monitor)
     monitor["next_check_ms"] = next_check_ms(monitor, monitor["state"])
     monitor.update(latest_results(monitor, now_ms))
     kind = deferred.probes().PROBES.get(monitor["kind"])

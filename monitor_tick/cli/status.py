@@ -14,6 +14,7 @@ from monitor_tick.cli.common import DbOption, JsonOption, db_path, duration_s, f
 from monitor_tick.cli.options import STATUS_TITLE_ENVVAR
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
+from monitor_tick.core.model import monitor_state
 from monitor_tick.core.redact import redact_text
 from monitor_tick.publish.atomic import describe_os_error
 from monitor_tick.publish.uptime import Totals, format_pct
@@ -84,7 +85,7 @@ def report(
                 "id": row["id"],
                 "name": redact_text(row["name"]),
                 "kind": row["kind"],
-                "state": deferred.probes().monitor_state(row),
+                "state": monitor_state(row),
                 "checks": totals.checks,
                 "failures": totals.failures,
                 "uptime_pct": None if not checks else round(100 * (checks - totals.failures) / checks, 3),

@@ -9,8 +9,9 @@ row raises InvalidMonitor with a short cause.
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
-from typing import Literal
+from typing import Any, Literal
 
 from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
 
@@ -133,6 +134,27 @@ class Pings:
     last_ping_ms: int | None
     last_ping_failed: bool
     last_duration_ms: int | None
+
+
+def monitor_state(row: Mapping[str, Any]) -> str:
+    """A monitor's state from its current-state columns (enabled, auto_paused, invalid_cause,
+    in_maintenance, down_since_ms, last_check_ms): paused, auto-paused, invalid (the newest tick
+    that had it due could not probe it: its stored finding, store.record_invalid), maintenance,
+    down, new (never checked) or up. Never judged here from the settings: whether a monitor can
+    be probed depends on the tick's environment and host, not the reader's."""
+    if not row["enabled"]:
+        return "paused"
+    if row["auto_paused"]:
+        return "auto-paused"
+    if row["invalid_cause"] is not None:
+        return "invalid"
+    if row["in_maintenance"]:
+        return "maintenance"
+    if row["down_since_ms"] is not None:
+        return "down"
+    if row["last_check_ms"] is None:
+        return "new"
+    return "up"
 
 
 def expiry_text(expires_at_ms: int, now_ms: int) -> str:

@@ -89,9 +89,12 @@ class TickReport:
     due: list[Monitor] = field(default_factory=list)
     results: list[CheckResult] = field(default_factory=list)
     invalid: list[tuple[int, str]] = field(default_factory=list)
-    # configuration errors said hourly, not recorded: (id, cause) of monitors refused by
-    # --block-private, or that cannot be probed here (probes.split_usable)
+    # configuration errors, not recorded: (id, cause) of monitors refused by --block-private, or
+    # that cannot be probed here (probes.split_usable)
     refused: list[tuple[int, str]] = field(default_factory=list)
+    # a live tick: the ids of `invalid` and `refused` this host says now, its first tick of the
+    # hour that had them due (store.record_invalid); None: a --force or --minute run
+    said: list[int] | None = None
     summary: store.WriteSummary | None = None
     duration_ms: int = 0
     housekeeping: tuple[list[store.AutoPaused], int] | None = None  # (auto-paused, rollups deleted)
@@ -134,8 +137,12 @@ class TickReport:
         ]
 
     def skipped_to_say(self) -> list[tuple[int, str]]:
-        """The rows skipped as configuration errors to say on stderr in this tick: every
-        invalid row, and each refused one once an hour (it is refused every time)."""
+        """The monitors skipped as configuration errors to say on stderr in this tick. A live
+        tick says each in this host's first tick of the hour that has it due (`said`). A --force
+        or --minute run, which never counts as having said them, says every invalid row, and each
+        refused one in the minute of the hour schedule.is_hourly_report_minute picks."""
+        if self.said is not None:
+            return [(i, c) for i, c in self.invalid + self.refused if i in self.said]
         periods = {m.id: m.effective_interval_sec // clock.S_PER_MINUTE for m in self.due}
         hourly = [(i, c) for i, c in self.refused if schedule.is_hourly_report_minute(self.minute, periods[i])]
         return self.invalid + hourly
@@ -264,7 +271,7 @@ def run_tick(options: TickOptions) -> TickReport:
             return TickReport(minute, now_ms, claimed=False)
         minutes = [minute, *claim.covered]
         rows = select_due_rows(conn, minutes, now_ms, replay=not live)
-        run = _Run(conn, claim, now_ms, started, live)
+        run = _Run(conn, claim, now_ms, started, live, says=live and not options.force)
         if options.force is False and conn.engine != "sqlite":
             rounds = []
             for held, elapsed_s in _bucket_claims(run, options):
@@ -275,7 +282,7 @@ def run_tick(options: TickOptions) -> TickReport:
                 return TickReport(minute, now_ms, claimed=False)
         else:
             rounds = [_round(run, rows, options, None)]
-        report = _merged(minute, now_ms, claim, rounds)
+        report = _merged(minute, now_ms, claim, rounds, says=run.says)
         if any(schedule.is_housekeeping_minute(m) for m in minutes):
             report.housekeeping = store.housekeep(
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
@@ -309,6 +316,7 @@ class _Round:
     results: list[CheckResult]
     network_lost: bool
     summary: store.WriteSummary
+    said: list[int]  # of invalid and refused: what this host says now (store.record_invalid)
 
 
 @dataclass(frozen=True)
@@ -320,6 +328,8 @@ class _Run:
     now_ms: int
     started: float  # perf_counter at the tick's start
     live: bool
+    # a live tick without --force: it says what it cannot probe, once an hour (TickReport.said)
+    says: bool
 
     def left_s(self, deadline_s: float, now: float) -> float:
         """Seconds left at `now` (perf_counter, read by the caller) until `deadline_s` after the
@@ -405,10 +415,15 @@ def _round(run: _Run, rows: list[dict[str, Any]], options: TickOptions, buckets:
         rerun=rerun,
         buckets=buckets,
     )
-    return _Round(good, bad, refused, results, network_lost, summary)
+    # what the newest tick found of each monitor it had due, stored when it changes and shown by
+    # list, show, the status page and the metrics (they never judge a monitor themselves)
+    found: dict[int, str | None] = dict.fromkeys(created_ms)
+    found.update(bad + refused)
+    said = store.record_invalid(conn, found, at_ms=now_ms, host=options.host_name, say=run.says)
+    return _Round(good, bad, refused, results, network_lost, summary, said)
 
 
-def _merged(minute: int, now_ms: int, claim: store.Claim, rounds: list[_Round]) -> TickReport:
+def _merged(minute: int, now_ms: int, claim: store.Claim, rounds: list[_Round], *, says: bool) -> TickReport:
     """One report of a tick's rounds."""
     summaries = [r.summary for r in rounds]
     return TickReport(
@@ -422,6 +437,7 @@ def _merged(minute: int, now_ms: int, claim: store.Claim, rounds: list[_Round]) 
         results=sorted((c for r in rounds for c in r.results), key=lambda c: c.monitor_id),
         invalid=sorted(i for r in rounds for i in r.invalid),
         refused=sorted(i for r in rounds for i in r.refused),
+        said=sorted(i for r in rounds for i in r.said) if says else None,
         summary=store.WriteSummary(
             up=sum(s.up for s in summaries),
             down=sum(s.down for s in summaries),

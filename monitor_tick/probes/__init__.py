@@ -177,27 +177,3 @@ def split_usable(monitors: list[Monitor]) -> tuple[list[Monitor], list[tuple[int
         else:
             unusable.append((monitor.id, f"cannot be probed here: {reason}"))
     return usable, unusable
-
-
-def monitor_state(row: dict[str, Any]) -> str:
-    """A monitor's state from its settings and current-state columns (enabled, auto_paused,
-    in_maintenance, down_since_ms, last_check_ms): invalid (a setting cannot be used, or this
-    machine cannot probe its kind), paused,
-    auto-paused, maintenance, down, new (never checked) or up."""
-    try:
-        monitor = monitor_from_row({**row, "effective_interval_sec": 0})
-    except (InvalidMonitor, TypeError, ValueError, KeyError):
-        return "invalid"
-    if PROBES[monitor.kind].host_check() is not None:  # e.g. ping not allowed on this machine
-        return "invalid"
-    if not row["enabled"]:
-        return "paused"
-    if row["auto_paused"]:
-        return "auto-paused"
-    if row["in_maintenance"]:
-        return "maintenance"
-    if row["down_since_ms"] is not None:
-        return "down"
-    if row["last_check_ms"] is None:
-        return "new"
-    return "up"

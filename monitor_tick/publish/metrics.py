@@ -14,12 +14,12 @@ from dataclasses import dataclass
 
 from monitor_tick import store
 from monitor_tick.core import clock
+from monitor_tick.core.model import monitor_state
 from monitor_tick.core.redact import redact_text
-from monitor_tick.probes import monitor_state
 from monitor_tick.publish.atomic import write_text_atomic
 
 MISSED_WINDOW_MS = clock.MS_PER_DAY
-STATES = ("up", "down", "new", "maintenance", "paused", "auto-paused")
+STATES = ("up", "down", "new", "maintenance", "paused", "auto-paused", "invalid")
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def collect(conn: sqlite3.Connection, tick: TickFacts) -> str:
 
 def render(rows: list[dict], tick: TickFacts, missed_ticks: int) -> str:
     """Pure: monitor rows (store.status_monitors) and the tick's facts -> exposition text."""
-    up, latency, last_check = [], [], []
+    up, latency, last_check, invalid = [], [], [], []
     states: Counter[str] = Counter()
     for row in rows:
         state = monitor_state(row)
@@ -54,6 +54,8 @@ def render(rows: list[dict], tick: TickFacts, missed_ticks: int) -> str:
         labels = {"id": str(row["id"]), "monitor": redact_text(row["name"])}
         if row["last_check_ms"] is not None:
             last_check.append((labels, clock.ms_to_s(row["last_check_ms"])))
+        if state == "invalid":
+            invalid.append((labels, 1))
         if state not in ("up", "down"):
             continue  # paused, in maintenance or never checked: no current up/down to report
         up.append((labels, 1 if state == "up" else 0))
@@ -73,6 +75,13 @@ def render(rows: list[dict], tick: TickFacts, missed_ticks: int) -> str:
         "monitor_tick_last_check_timestamp_seconds",
         "When the monitor was last checked, as a Unix time.",
         last_check,
+    )
+    _family(
+        out,
+        "monitor_tick_invalid",
+        "1 for each monitor the newest tick that had it due could not probe (a configuration error: "
+        "`monitor-tick show ID` says why); absent for the others.",
+        invalid,
     )
     _family(
         out,

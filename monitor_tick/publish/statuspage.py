@@ -20,8 +20,8 @@ from html import escape
 
 from monitor_tick import store
 from monitor_tick.core import clock
+from monitor_tick.core.model import monitor_state
 from monitor_tick.core.redact import redact_text
-from monitor_tick.probes import monitor_state
 from monitor_tick.publish import badges
 from monitor_tick.publish.atomic import write_text_atomic
 from monitor_tick.publish.uptime import WINDOWS, Totals, format_latency_ms, format_pct
@@ -64,7 +64,7 @@ class Incident:
 class MonitorStatus:
     id: int
     name: str  # URLs redacted
-    state: str  # see model.monitor_state
+    state: str  # see model.monitor_state (an invalid monitor's cause is not published)
     last_check_ms: int | None
     windows: dict[str, Totals]  # by uptime.WINDOWS label
     days: list[DayBar]  # BAR_DAYS, oldest first, today last
@@ -229,6 +229,8 @@ STATE_WORDS = {
     "paused": "Paused",
     "auto-paused": "Auto-paused",
     "maintenance": "Maintenance",
+    # the newest tick could not probe it; why is never published (it may name an address)
+    "invalid": "Not checked",
     "new": "Not checked yet",
 }
 

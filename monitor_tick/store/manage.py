@@ -21,7 +21,7 @@ from monitor_tick.store.db import (
     write_tx,
 )
 from monitor_tick.store.due import FLOOR
-from monitor_tick.store.reads import LATEST_RESULTS
+from monitor_tick.store.reads import INVALID_COLUMNS, LATEST_RESULTS
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
@@ -229,7 +229,7 @@ def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> 
         f"""
         WITH df(floor_sec) AS (SELECT min_interval_sec FROM plans WHERE id = 1)
         SELECT m.id, {SETTING_COLUMNS}, m.enabled, m.auto_paused, m.first_check_minute, o.name AS owner,
-               {LATEST_RESULTS},
+               {LATEST_RESULTS}, {INVALID_COLUMNS},
                {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec,
                {IN_MAINTENANCE} AS in_maintenance,
                (SELECT i.started_at_ms FROM incidents i

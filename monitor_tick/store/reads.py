@@ -13,11 +13,19 @@ from monitor_tick.store.db import IN_MAINTENANCE, SETTING_COLUMNS, dicts, one
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 
-# A monitor's current-state columns and the settings that decide "invalid" (see
-# probes.monitor_state), for `FROM monitors m` at :now_ms. The last check is read from the
-# monitor's newest rollup hour (a primary-key seek) rather than a max over all its hours.
+# What the newest tick that had monitor `m` due found when it could not probe it (see
+# store/invalid.py): why, on which host, since when; NULLs when it could. Three primary-key seeks.
+INVALID_COLUMNS = """
+(SELECT iv.cause FROM invalid_monitors iv WHERE iv.monitor_id = m.id) AS invalid_cause,
+(SELECT iv.host FROM invalid_monitors iv WHERE iv.monitor_id = m.id) AS invalid_host,
+(SELECT iv.since_ms FROM invalid_monitors iv WHERE iv.monitor_id = m.id) AS invalid_since_ms
+"""
+
+# A monitor's current-state columns (see model.monitor_state) and its settings, for `FROM
+# monitors m` at :now_ms. The last check is read from the monitor's newest rollup hour (a
+# primary-key seek) rather than a max over all its hours.
 _STATE_COLUMNS = f"""
-    m.enabled, m.auto_paused, {SETTING_COLUMNS},
+    m.enabled, m.auto_paused, {SETTING_COLUMNS}, {INVALID_COLUMNS},
     {IN_MAINTENANCE} AS in_maintenance,
     (SELECT i.started_at_ms FROM incidents i
       WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
