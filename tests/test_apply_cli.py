@@ -95,6 +95,21 @@ monitor = "api"
     return str(path)
 
 
+def world_plan(server: LocalServer, channel: str) -> list[str]:
+    """The plan of `world`'s file against an empty database, its channel shown as `channel`."""
+    return [
+        "+ plan pro (1m)",
+        "+ owner alice (plan pro)",
+        f"+ monitor api ({server.url('/keyword/hello')})",
+        "+ monitor backups (heartbeat)",
+        f"+ monitor old site ({server.url('/ok')})",
+        "+ maintenance 2099-01-01T02:00:00Z to 2099-01-01T03:00:00Z (owner alice)",
+        "+ maintenance weekly sat,sun@03:00 for 90m (monitor api)",
+        f"+ channel {channel} (monitor api)",
+        f"+ network canary {server.url('/ok')}",
+    ]
+
+
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_export_then_apply_on_an_empty_database_then_export_gives_the_same_file(
     tmp_path: Path, local_server: LocalServer, engine: str, request: pytest.FixtureRequest
@@ -111,15 +126,7 @@ def test_export_then_apply_on_an_empty_database_then_export_gives_the_same_file(
         created = "" if engine == "postgresql" else f"monitor-tick: created database {first}\n"
         assert run.returncode == 0 and run.stderr == created, run.stderr
         assert run.stdout.splitlines() == [
-            "+ plan pro (1m)",
-            "+ owner alice (plan pro)",
-            f"+ monitor api ({local_server.url('/keyword/hello')})",
-            "+ monitor backups (heartbeat)",
-            f"+ monitor old site ({local_server.url('/ok')})",
-            "+ maintenance 2099-01-01T02:00:00Z to 2099-01-01T03:00:00Z (owner alice)",
-            "+ maintenance weekly sat,sun@03:00 for 90m (monitor api)",
-            f"+ channel json://127.0.0.1:{receiver.port}/***/*** (monitor api)",
-            f"+ network canary {local_server.url('/ok')}",
+            *world_plan(local_server, f"json://127.0.0.1:{receiver.port}/***/***"),
             "9 to add, 0 to change, 0 to remove",
         ]
         exported = ok(first, "export")
@@ -143,6 +150,23 @@ def test_export_then_apply_on_an_empty_database_then_export_gives_the_same_file(
         assert (listed["old site"]["state"], listed["api"]["owner"]) == ("paused", "alice")
         assert (listed["old site"]["private"], listed["old site"]["group_name"]) == (1, "Internal")
         assert 'private = true\ngroup_name = "Internal"\n' in exported
+
+
+def test_a_dry_run_on_a_new_database_shows_the_plan_against_an_empty_one_and_creates_nothing(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    db = str(tmp_path / "new.db")
+    file = world(tmp_path / "monitors.toml", local_server, new_token()[1].hex())
+    run = cli(db, "apply", file, "--dry-run", HOOK_URL="json://127.0.0.1:9/hook")
+    assert (run.returncode, run.stderr) == (0, "")
+    assert run.stdout.splitlines() == [
+        *world_plan(local_server, "json://127.0.0.1:9/***"),
+        "9 to add, 0 to change, 0 to remove (dry run: nothing applied)",
+    ]
+    assert not os.path.exists(db)
+    bad = cli(db, "apply", file, "--dry-run")  # a file that cannot be applied: said, and still no file
+    assert (bad.returncode, bad.stdout) == (2, "") and "${HOOK_URL} is not set" in bad.stderr
+    assert not os.path.exists(db)
 
 
 def test_a_second_apply_changes_nothing_and_an_edited_interval_keeps_the_history(

@@ -261,6 +261,18 @@ def test_dry_run_writes_nothing_and_says_what_would_happen(kuma_db: Path, tmp_pa
     assert not os.path.exists(db_path)
 
 
+def test_an_import_into_a_database_that_does_not_exist_yet_creates_it_and_says_so(
+    kuma_db: Path, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "new.db")
+    done = run("import", "uptime-kuma", str(kuma_db), "--db", db)
+    assert (done.returncode, done.stderr) == (0, f"monitor-tick: created database {db}\n")
+    assert "11 added, 0 already there, 2 skipped, 4 channels" in done.stdout
+    assert len(monitors(db)) == 11
+    again = run("import", "uptime-kuma", str(kuma_db), "--db", db)
+    assert (again.returncode, again.stderr) == (0, "")  # said once: the database is there now
+
+
 def test_the_kuma_database_is_opened_read_only_and_left_as_it_was(kuma_db: Path, db_path: str) -> None:
     # Kuma runs in WAL mode: leave its newest monitor in the -wal file, as a running (or killed)
     # Kuma does. A read-write connection closing last would checkpoint it into the main file and

@@ -39,12 +39,13 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
         typer.echo(f"not in the file, kept ({verb or 'removed'} only with --prune): {', '.join(plan.kept)}")
 
 
-def _check_on_empty_database(text: str, *, prune: bool, now_ms: int) -> None:
-    """Plan `text` against a new, empty database in a temporary directory. Raises FileError."""
+def _plan_on_empty_database(text: str, *, prune: bool, now_ms: int) -> Plan:
+    """The plan of `text` against a new, empty database in a temporary directory (gone when
+    this returns: the plan's actions are not to be run). Raises FileError."""
     with tempfile.TemporaryDirectory(prefix="monitor-tick-apply-") as directory:
         conn = connect(os.path.join(directory, "check.db"), create=True)
         try:
-            read_plan(conn, text, prune=prune, now_ms=now_ms)
+            return read_plan(conn, text, prune=prune, now_ms=now_ms)
         finally:
             conn.close()
 
@@ -53,7 +54,13 @@ def _check_on_empty_database(text: str, *, prune: bool, now_ms: int) -> None:
 def apply(
     ctx: typer.Context,
     file: Annotated[str, typer.Argument(help="The TOML file (see `monitor-tick export`).")],
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan; change nothing.")] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the plan (against an empty database when there is none yet); change or create nothing.",
+        ),
+    ] = False,
     prune: Annotated[
         bool, typer.Option("--prune", help="Also remove what the file does not have (monitors with their history).")
     ] = False,
@@ -74,14 +81,17 @@ def apply(
     now_ms = clock.now_ms()
     try:
         monitors = tomllib.loads(text).get("monitors")  # a syntax error is named before the database is opened
-        if dry_run:
-            plan = read(path, lambda conn: read_plan(conn, text, prune=prune, now_ms=now_ms), dry_run=True)
+        created = store.is_missing(path)
+        if dry_run:  # a database not made yet is an empty one, and stays unmade
+            if created:
+                plan = _plan_on_empty_database(text, prune=prune, now_ms=now_ms)
+            else:
+                plan = read(path, lambda conn: read_plan(conn, text, prune=prune, now_ms=now_ms), dry_run=True)
             _print_plan(plan, dry_run=True)
             _warn_unset_references(monitors)
             return
-        created = store.is_missing(path)
         if created:  # a file that cannot be applied must not leave a new database behind
-            _check_on_empty_database(text, prune=prune, now_ms=now_ms)
+            _plan_on_empty_database(text, prune=prune, now_ms=now_ms)
         conn = connect(path, create=True)
         try:
             with store.write_tx(conn):

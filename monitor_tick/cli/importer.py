@@ -28,7 +28,7 @@ import_app = typer.Typer(
     help=(
         "Bring monitors over from Uptime Kuma (its database) or Gatus (its YAML): each becomes a "
         "monitor as `add` makes it, and the report says what could not be carried over and why. "
-        "Running it again adds nothing twice (names are the key)."
+        "Running it again adds nothing twice (names are the key). A database that does not exist yet is created."
     ),
     no_args_is_help=True,
 )
@@ -110,12 +110,15 @@ def _import(
         else:  # nothing to compare with: everything would be added
             lines, _ = importers.apply.run(None, plan, now_ms, dry_run=True)
     else:
-        conn = connect(path)
+        created = store.is_missing(path)  # a new user's first command: an import can fill an empty one
+        conn = connect(path, create=True)
         try:
             lines, _ = importers.apply.run(conn, plan, now_ms, dry_run=False)
         except store.StoreError as exc:
             fail(str(exc))
         finally:
             conn.close()
+        if created:
+            typer.echo(f"monitor-tick: created database {path}", err=True)
     for line in lines:
         typer.echo(line)
