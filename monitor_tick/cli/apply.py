@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import tempfile
 import tomllib
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -39,13 +40,13 @@ def _print_plan(plan: Plan, *, dry_run: bool) -> None:
         typer.echo(f"not in the file, kept ({verb or 'removed'} only with --prune): {', '.join(plan.kept)}")
 
 
-def _plan_on_empty_database(text: str, *, prune: bool, now_ms: int) -> Plan:
-    """The plan of `text` against a new, empty database in a temporary directory (gone when
-    this returns: the plan's actions are not to be run). Raises FileError."""
+def _plan_on_empty_database(plan_of: Callable[[store.Connection], Plan]) -> Plan:
+    """`plan_of` a new, empty database in a temporary directory (gone when this returns: the
+    plan's actions are not to be run). Raises FileError."""
     with tempfile.TemporaryDirectory(prefix="monitor-tick-apply-") as directory:
         conn = connect(os.path.join(directory, "check.db"), create=True)
         try:
-            return read_plan(conn, text, prune=prune, now_ms=now_ms)
+            return plan_of(conn)
         finally:
             conn.close()
 
@@ -64,6 +65,14 @@ def apply(
     prune: Annotated[
         bool, typer.Option("--prune", help="Also remove what the file does not have (monitors with their history).")
     ] = False,
+    allow_token_change: Annotated[
+        bool,
+        typer.Option(
+            "--allow-token-change",
+            help="Let the file's token_sha256 replace a heartbeat's token (after `heartbeat rotate`, an older "
+            "file is refused without it).",
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Make the database match a file: monitors, owners, plans, maintenance windows and channels,
@@ -79,23 +88,24 @@ def apply(
     except UnicodeDecodeError:
         fail(f"{file}: not UTF-8 text", 2)
     now_ms = clock.now_ms()
+
+    def plan_of(conn: store.Connection) -> Plan:
+        return read_plan(conn, text, prune=prune, now_ms=now_ms, allow_token_change=allow_token_change)
+
     try:
         monitors = tomllib.loads(text).get("monitors")  # a syntax error is named before the database is opened
         created = store.is_missing(path)
         if dry_run:  # a database not made yet is an empty one, and stays unmade
-            if created:
-                plan = _plan_on_empty_database(text, prune=prune, now_ms=now_ms)
-            else:
-                plan = read(path, lambda conn: read_plan(conn, text, prune=prune, now_ms=now_ms), dry_run=True)
+            plan = _plan_on_empty_database(plan_of) if created else read(path, plan_of, dry_run=True)
             _print_plan(plan, dry_run=True)
             _warn_unset_references(monitors)
             return
         if created:  # a file that cannot be applied must not leave a new database behind
-            _plan_on_empty_database(text, prune=prune, now_ms=now_ms)
+            _plan_on_empty_database(plan_of)
         conn = connect(path, create=True)
         try:
             with store.write_tx(conn):
-                plan = read_plan(conn, text, prune=prune, now_ms=now_ms)
+                plan = plan_of(conn)
                 for change in plan.changes:
                     change.action(conn)
         except store.StoreError as exc:

@@ -333,9 +333,11 @@ def _ref_actions(
         yield lambda c: store.set_env_ref(c, target, template, value)
 
 
-def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int) -> Plan:
+def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int, allow_token_change: bool = False) -> Plan:
     """The changes that make the database on `conn` match the file `text`, checked whole.
-    Raises FileError or tomllib.TOMLDecodeError; writes nothing."""
+    A heartbeat whose token the file would replace is refused unless `allow_token_change`: the
+    database keeps no older digests, so a file written before `heartbeat rotate` cannot be told
+    from one meant to change the token. Raises FileError or tomllib.TOMLDecodeError; writes nothing."""
     data, templates = read_file(text)
     now = store.configuration(conn, now_ms)
     plan = Plan()
@@ -405,9 +407,18 @@ def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int) ->
             continue
         row = monitors[name]
         token = desired.pop("token_sha256", None)
+        new_token = token is not None and token != row["token_sha256"]
+        if new_token and row["token_sha256"] is not None and not allow_token_change:
+            raise FileError(
+                f"not the token heartbeat {name} has now (rotated since this file was written?): nothing applied; "
+                "--allow-token-change makes the file's token work again and the current one stop",
+                "monitors",
+                name,
+                "token_sha256",
+            )
         changed = _changed(row, desired)
         actions: list[Callable[[store.Connection], None]] = []
-        if token is not None and token != row["token_sha256"]:
+        if new_token:
             actions.append(lambda c, i=row["id"], t=token: store.set_token_digest(c, i, t))
         for column in MONITOR_KEYS:
             value = desired.get(column)
@@ -416,9 +427,10 @@ def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int) ->
         if changed:
             actions.insert(0, _update_monitor(row["id"], changed))
         if changed or actions:
-            text = _diff_text(row, changed) or "token or ${VAR} references"
-            if token is not None and token != row["token_sha256"]:
-                text += ", new token_sha256"
+            said = [_diff_text(row, changed)] if changed else []
+            if new_token:
+                said.append("token_sha256 from the file (the token it had stops working)")
+            text = ", ".join(said) or "${VAR} references"
             plan.changes.append(Change("~", f"monitor {name}: {text}", _all(actions)))
     monitor_names = set(file_monitors) | (set() if prune else set(monitors))
     # maintenance windows: identified by what they cover and when (or how they recur)

@@ -89,7 +89,8 @@ def rotate(
     db: DbOption = None,
 ) -> None:
     """Give a heartbeat a new ping token and print it (once: only its digest is stored); the old
-    token stops working at once. Its history stays. Example: monitor-tick heartbeat rotate backups"""
+    token stops working at once, and `apply` of a monitors file written before refuses to bring it
+    back (without --allow-token-change). Its history stays. Example: monitor-tick heartbeat rotate backups"""
     token, digest = deferred.probes().heartbeat.new_token()
     conn = connect(db_path(ctx, db))
     try:
