@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick import store
+from monitor_tick.cli import configfile
 from monitor_tick.core import clock
 from monitor_tick.probes.heartbeat import new_token
 from tests.commands import MONITOR_TICK, created_or_nothing
@@ -461,3 +462,24 @@ def test_a_typed_in_password_or_header_value_is_exported_as_a_placeholder_never_
         "set MONITOR_API_PASSWORD in the tick's environment (cron's) before applying the file",
     ]
     assert "abc123" not in run.stdout + run.stderr and "hunter2" not in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize(
+    ("body", "plain"),
+    [
+        ('{"query": "{ user(id: 1) { name } }"}', True),
+        ('[{"ping": 1}, {"data": {"items": [1, 2]}}]', True),
+        ('{"apiKey": "x"}', False),
+        ('{"data": {"Authorization": "x"}}', False),
+        ('{"items": [{"refresh_TOKEN": "x"}]}', False),
+        ('{"passwd": "x"}', False),
+        ('{"monkey": 1}', False),  # a substring match: a harmless key may be taken for a secret, never the reverse
+        ('"s3cret"', False),  # a bare string or number may be the secret itself
+        ("12345", False),
+        ("user=ops&pass=x", False),
+    ],
+)
+def test_a_body_is_exported_as_written_only_when_it_is_json_with_no_key_named_like_a_secret(
+    body: str, plain: bool
+) -> None:
+    assert configfile._plain_json(body) is plain

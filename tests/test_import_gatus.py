@@ -4,6 +4,7 @@ the installed command into a real SQLite file; the condition rules table-driven.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -243,3 +244,66 @@ def test_duplicate_and_refused_names_are_renamed_the_same_way_every_time(tmp_pat
         "api (2)": "https://d.example.org",
     }
     assert "0 added, 4 already there" in done.stdout
+
+
+def test_to_file_keeps_harmless_headers_and_json_bodies_and_makes_placeholders_of_the_rest(tmp_path: Path) -> None:
+    """Headers on the allow-list (any case), a GraphQL body monitor-tick wrapped itself and JSON
+    with no secret-like key stay as written; any other header value or body, a secret-like key at
+    any depth included, becomes a placeholder with a warning naming it."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        textwrap.dedent(
+            """
+            endpoints:
+              - name: graphql
+                url: https://example.org/graphql
+                method: POST
+                graphql: true
+                body: "{ user(id: 1) { name } }"
+                headers:
+                  Accept: application/json
+                  user-agent: gatus-check
+                  CACHE-CONTROL: no-cache
+                  X-Signature: sig-0123
+              - name: login
+                url: https://example.org/login
+                method: POST
+                body: '{"user": "ops", "data": [{"Session_ID": "sess-4567"}]}'
+                headers:
+                  Content-Type: application/json
+                  Accept-Language: en
+                  Accept-Encoding: gzip
+              - name: form
+                url: https://example.org/form
+                method: POST
+                body: "user=ops&pass=pw-89ab"
+              - name: plain
+                url: https://example.org/plain
+                method: PUT
+                body: '"just-a-string"'
+            """
+        )
+    )
+    out = tmp_path / "monitors.toml"
+    done = run("import", "gatus", str(config), "--to-file", str(out), "--db", str(tmp_path / "none.db"))
+    assert done.returncode == 0, done.stderr
+    text = out.read_text(encoding="utf-8")
+    graphql = json.dumps(json.dumps({"query": "{ user(id: 1) { name } }"}))
+    assert (
+        'headers = "Accept: application/json\\nuser-agent: gatus-check\\nCACHE-CONTROL: no-cache\\n'
+        'X-Signature: ${MONITOR_GRAPHQL_HEADER_X_SIGNATURE}\\nContent-Type: application/json"\n'
+        f"body = {graphql}\n"
+    ) in text
+    assert (
+        'headers = "Content-Type: application/json\\nAccept-Language: en\\nAccept-Encoding: gzip"\n'
+        'body = "${MONITOR_LOGIN_BODY}"\n'
+    ) in text
+    assert 'body = "${MONITOR_FORM_BODY}"\n' in text and 'body = "${MONITOR_PLAIN_BODY}"\n' in text
+    assert [line.split(": written as ")[1].split(";")[0] for line in done.stderr.splitlines()] == [
+        "${MONITOR_GRAPHQL_HEADER_X_SIGNATURE}",
+        "${MONITOR_LOGIN_BODY}",
+        "${MONITOR_FORM_BODY}",
+        "${MONITOR_PLAIN_BODY}",
+    ]
+    for secret in ("sig-0123", "sess-4567", "pw-89ab", "just-a-string"):
+        assert secret not in text + done.stdout + done.stderr

@@ -382,6 +382,9 @@ def test_to_file_writes_the_monitors_file_instead_of_the_database_and_apply_make
     assert "[monitors.nas]\n" in text and 'group_name = "Home"\n' in text
     assert f'token_sha256 = "{token_digest(PUSH_TOKEN).hex()}"' in text
     assert 'basic_auth = "ops:${MONITOR_API_PASSWORD}"' in text
+    # the JSON body and the Content-Type Kuma sent with it stay as they are; a header of its own does not
+    assert 'headers = "Content-Type: application/json"\nbasic_auth' in text and 'body = "{\\"ping\\": 1}"\n' in text
+    assert 'headers = "X-Test: ${MONITOR_SITE_HEADER_X_TEST}"\n' in text
     for secret in ("ABC-DEF", "hunter2", "s3cret", PUSH_TOKEN, "pw@"):
         assert secret not in text + done.stdout + done.stderr
     # the placeholders the warnings name, set as a user would; then the file makes the same monitors
@@ -401,7 +404,7 @@ def test_to_file_writes_the_monitors_file_instead_of_the_database_and_apply_make
     )
     imported = db_path
     assert run("import", "uptime-kuma", str(kuma_db), "--db", imported).returncode == 0
-    ignored = {"id", "created_at_ms", "first_check_minute", "headers", "basic_auth", "body"}
+    ignored = {"id", "created_at_ms", "first_check_minute", "headers", "basic_auth"}
 
     def settings(path: str) -> dict[str, dict[str, object]]:
         return {n: {k: v for k, v in r.items() if k not in ignored} for n, r in monitors(path).items()}

@@ -14,7 +14,9 @@ exported as a `${...}` placeholder, with a warning naming it; never the secret. 
 token is never in the file: its SHA-256 is, so a database rebuilt from the file accepts the same
 pings. A monitor's headers, basic auth and body are the exception: their `${VAR}` references
 are stored as written and resolved by each tick (as `add --header` stores them), so they stay
-references; a header value, password or body typed in is exported as a placeholder.
+references; a header value, password or body typed in is exported as a placeholder, but for the
+values of a few headers that never carry secrets (Content-Type, Accept, ...) and a JSON body
+with no key named like a secret.
 
 Reading never writes: `read_plan` checks the whole file and returns the changes (`+ ~ -`) with
 their actions; `apply` runs them all in one transaction, or none.
@@ -673,10 +675,43 @@ def _placeholder(*parts: str | int) -> str:
     return "${" + re.sub(r"[^A-Z0-9]+", "_", "_".join(map(str, parts)).upper()).strip("_") + "}"
 
 
+# Headers that never carry a secret: their values are written as they are. An allow-list, not
+# a pattern of secret-looking names, which would let X-Signature into a file meant for git.
+_PLAIN_HEADERS = frozenset(
+    {"content-type", "accept", "accept-language", "accept-encoding", "user-agent", "cache-control"}
+)
+# A JSON body is written as it is unless a key, at any depth, holds one of these (any case):
+# the issue's auth, key, token, secret, password, credential and session, with password
+# widened to passw (passwd) and pwd and signature added. More placeholders, never fewer.
+_SECRET_KEY_PARTS = ("auth", "key", "token", "secret", "passw", "pwd", "credential", "session", "signature")
+
+
+def _plain_json(body: str) -> bool:
+    """Whether `body` is a JSON object or array none of whose keys, at any depth, is named like
+    a secret (a bare JSON string or number may be the secret itself)."""
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return False
+    if not isinstance(parsed, dict | list):
+        return False
+    found: list[Any] = [parsed]
+    while found:
+        value = found.pop()
+        if isinstance(value, dict):
+            if any(part in str(key).lower() for key in value for part in _SECRET_KEY_PARTS):
+                return False
+            found.extend(value.values())
+        elif isinstance(value, list):
+            found.extend(value)
+    return True
+
+
 def _request_setting(key: str, value: str, monitor: str, warnings: list[str]) -> str:
     """A monitor's headers, basic auth or body for the file: as stored where redact_settings
-    would show it whole (no value, or only values holding ${VAR} references), else each part it
-    would hide as a placeholder (a header's value, the password, the body), with a warning."""
+    would show it whole (no value, or only values holding ${VAR} references), where a header is
+    on _PLAIN_HEADERS, and for a _plain_json body; else each part that may be a secret as a
+    placeholder (a header's value, the password, the body), with a warning."""
     where = f"monitors.{_key(monitor)}.{key}"
     if redact_settings({key: value})[key] == value:
         return value
@@ -684,7 +719,7 @@ def _request_setting(key: str, value: str, monitor: str, warnings: list[str]) ->
     if key == "headers":
         lines = []
         for name, text in header_lines(value):
-            if redact_value(text) != text:
+            if redact_value(text) != text and name.lower() not in _PLAIN_HEADERS:
                 text = _placeholder("monitor", monitor, "header", name)
                 hidden.append(text)
             lines.append(f"{name}: {text}")
@@ -693,9 +728,11 @@ def _request_setting(key: str, value: str, monitor: str, warnings: list[str]) ->
         user, _, _password = value.partition(":")
         hidden.append(_placeholder("monitor", monitor, "password"))
         written = f"{user}:{hidden[-1]}"
-    else:
+    elif not _plain_json(value):
         written = _placeholder("monitor", monitor, key)
         hidden.append(written)
+    if not hidden:
+        return value
     names = ", ".join(h[2:-1] for h in hidden)
     warnings.append(
         f"{where} holds a secret typed in: written as {', '.join(hidden)}; "

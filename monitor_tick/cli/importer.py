@@ -40,7 +40,7 @@ ToFileOption = Annotated[
     str | None,
     typer.Option(
         help="Write a monitors file (export's format, mode 0600; see `apply`) instead of the database; "
-        "secrets typed in become ${VAR} placeholders, with a warning."
+        "secrets typed in become ${VAR} placeholders, with a warning (as export writes them)."
     ),
 ]
 
