@@ -4,6 +4,7 @@ DNS server on 127.0.0.1 that answers from a table (tests/dns_server.py)."""
 from __future__ import annotations
 
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -75,6 +76,28 @@ def test_answers_rcodes_and_expected_values_decide_up_and_down(tmp_path: Path, d
     # the query is settings, not secrets: list shows it whole
     listed = {row["name"]: row["url"] for row in json.loads(cli(db, "list", "--json").stdout)}
     assert listed["expected"] == f"dns://app.test?type=A&expect=192.0.2.11&server={server}"
+
+
+def test_references_in_the_url_are_resolved_by_the_tick_and_its_cause_names_them_never_their_values(
+    tmp_path: Path,
+    dns_server: DnsServer,  # noqa: F811
+) -> None:
+    db = str(tmp_path / "m.db")
+    url = f"dns://${{MT_TEST_NAME}}?type=A&server=127.0.0.1:{dns_server.port}&expect=${{MT_TEST_EXPECT}}"
+    assert cli(db, "add", url, "--name", "app", "--every", "1m", "--retries", "0").returncode == 0
+    env = {**os.environ, "MT_TEST_NAME": "app.test", "MT_TEST_EXPECT": "192.0.2.99"}
+    run = subprocess.run(
+        [MONITOR_TICK, "--json", "--retry-delay", "0", "--db", db], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+    assert [(r["status"], r["cause"]) for r in json.loads(run.stdout)["results"]] == [
+        ("down", "dns: expected ${MT_TEST_EXPECT}, got 192.0.2.10, 192.0.2.11")
+    ]
+    assert dns_server.queries == [("app.test.", "A")]
+    listed = subprocess.run(
+        [MONITOR_TICK, "list", "--db", db], capture_output=True, text=True, timeout=60, env=env
+    ).stdout
+    assert "dns: expected ${MT_TEST_EXPECT}" in listed and "192.0.2.99" not in run.stdout + listed
 
 
 def test_a_slow_dns_answer_is_judged_by_max_latency_too(tmp_path: Path, dns_server: DnsServer) -> None:  # noqa: F811

@@ -172,6 +172,51 @@ def test_secrets_are_never_printed_and_a_missing_variable_is_a_configuration_err
         assert SECRET not in text and TOKEN not in text
 
 
+def test_url_references_are_resolved_by_each_tick_and_an_unset_one_makes_the_monitor_unprobeable(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    db = str(tmp_path / "m.db")
+    minute = clock.minute_of_ms(clock.now_ms())
+    hour_start = minute - minute % 60 - 60  # as in the test above
+    added = cli(db, "add", "http://${MT_TEST_HOST}/ok?key=${MT_TEST_KEY}", "--name", "api", "--every", "1m")
+    assert added.returncode == 0 and created_or_nothing(added.stderr, db), added.stderr
+    raw = sqlite3.connect(db)
+    raw.execute("UPDATE monitors SET created_at_ms = 0")
+    raw.commit()
+    assert raw.execute("SELECT url FROM monitors").fetchall() == [("http://${MT_TEST_HOST}/ok?key=${MT_TEST_KEY}",)]
+    raw.close()
+    env = {"MT_TEST_HOST": f"127.0.0.1:{local_server.port}", "MT_TEST_KEY": SECRET}
+    done = cli(db, "--minute", str(hour_start - 60), "--json", "--retry-delay", "0", env=env)
+    assert done.returncode == 0 and done.stderr == ""
+    assert [(r["status"], r["cause"]) for r in json.loads(done.stdout)["results"]] == [("up", None)]
+    assert local_server.requests[-1].target == f"/ok?key={SECRET}"
+    missing = cli(db, "--minute", str(hour_start), "--retry-delay", "0", env={"MT_TEST_KEY": SECRET})
+    assert (missing.returncode, missing.stdout) == (0, "")
+    assert (
+        missing.stderr
+        == "monitor-tick: monitor 1 skipped: cannot be probed here: environment variable MT_TEST_HOST is not set\n"
+    )
+    # set, but to a value that makes no usable URL: the same, without quoting it
+    bad = {"MT_TEST_HOST": "127.0.0.1:99999", "MT_TEST_KEY": SECRET}
+    unusable = cli(db, "--minute", str(hour_start - 60 * 60), "--retry-delay", "0", env=bad)
+    assert unusable.stderr == (
+        "monitor-tick: monitor 1 skipped: cannot be probed here: "
+        "the url is not usable with MT_TEST_HOST, MT_TEST_KEY resolved (check their values)\n"
+    )
+    assert len(local_server.requests) == 1
+    printed = [done.stdout, missing.stderr]
+    for command in (["list"], ["list", "--json"], ["show", "api"], ["report", "--json"], ["--dry-run", "--json"]):
+        run = cli(db, *command, env=env)
+        assert run.returncode == 0, (command, run.stderr)
+        printed += [run.stdout, run.stderr]
+    # export writes the references as stored: apply resolves a file's URL from its own environment
+    exported = cli(db, "export", env=env)
+    assert (exported.returncode, exported.stderr) == (0, "")
+    assert 'url = "http://${MT_TEST_HOST}/ok?key=${MT_TEST_KEY}"\n' in exported.stdout
+    for text in printed:
+        assert SECRET not in text
+
+
 def test_list_says_plainly_when_a_monitor_does_not_verify_tls(tmp_path: Path) -> None:
     db = str(tmp_path / "m.db")
     assert cli(db, "add", "https://nas.lan:8443/", "--name", "nas", "--insecure").returncode == 0

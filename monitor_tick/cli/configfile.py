@@ -48,6 +48,7 @@ from monitor_tick.core.model import (
     check_name,
 )
 from monitor_tick.core.redact import (
+    REDACTED,
     header_lines,
     redact_channel_url,
     redact_settings,
@@ -707,6 +708,14 @@ def _plain_json(body: str) -> bool:
     return True
 
 
+def _hides_only_references(url: str) -> bool:
+    """Whether all that redact_url hides of `url` (its user info, its query's values) is whole
+    ${VAR} references, which the tick resolves (`add 'https://h/x?key=${KEY}'`, an import from
+    Gatus): no secret typed in, so the file may hold the URL as stored."""
+    marked = _ENV_REF.sub(REDACTED, url)
+    return marked != url and redact_url(marked) == marked
+
+
 def _request_setting(key: str, value: str, monitor: str, warnings: list[str]) -> str:
     """A monitor's headers, basic auth or body for the file: as stored where redact_settings
     would show it whole (no value, or only values holding ${VAR} references), where a header is
@@ -799,7 +808,7 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
                 value = secret(
                     f"monitors:{row['id']}:url",
                     value,
-                    redact_url(value),
+                    value if _hides_only_references(value) else redact_url(value),
                     f"monitors.{_key(row['name'])}.url",
                     "monitor",
                     row["name"],

@@ -99,7 +99,9 @@ def add(
             "dns://name?type=A&server=IP[:PORT][&expect=VALUE] (a DNS server answers, with that value); "
             "icmp://host (it answers a ping; needs net.ipv4.ping_group_range to cover this group); "
             "or the word heartbeat "
-            "(a cron job pings it: prints the token instead of the id)."
+            "(a cron job pings it: prints the token instead of the id). "
+            "It may hold ${ENV_VAR} references (not in the scheme or port), resolved by the tick: "
+            "'https://${MY_DOMAIN}/health'."
         ),
     ],
     name: Annotated[

@@ -27,10 +27,10 @@ import httpx
 from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
-from monitor_tick.probes import PROBES, ProbeContext, wire
+from monitor_tick.probes import PROBES, ProbeContext, resolved, wire
 from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard, guarded_transport
-from monitor_tick.probes.request import USER_AGENT, DefaultTrust, ssl_context_for
+from monitor_tick.probes.request import USER_AGENT, DefaultTrust, hide_values, ssl_context_for
 
 MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starting
 CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget")
@@ -135,11 +135,14 @@ class TlsClients:
 async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
     """Probe; on `down`, pause and try again up to monitor.retries times. All attempts share
     the monitor's one deadline (timeout_s): a probe that timed out is not retried, and no
-    probe outlives its deadline, however many retries it has."""
+    probe outlives its deadline, however many retries it has. The probe gets the monitor with
+    its URL's ${ENV_VAR} references resolved (the tick set aside those it cannot resolve), and
+    its cause never holds their values."""
     probe = PROBES[monitor.kind].probe
+    sent = resolved(monitor)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + monitor.timeout_s
-    result = await probe(monitor, ctx)
+    result = await probe(sent, ctx)
     for _ in range(monitor.retries):
         if result.status != "down":
             break
@@ -148,7 +151,9 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
             break
         if retry_delay_s > 0:
             await asyncio.sleep(retry_delay_s)
-        result = await probe(dataclasses.replace(monitor, timeout_s=left_s), ctx)
+        result = await probe(dataclasses.replace(sent, timeout_s=left_s), ctx)
+    if result.cause is not None and sent is not monitor:
+        result = dataclasses.replace(result, cause=hide_values(result.cause, monitor))
     return result
 
 
@@ -212,7 +217,7 @@ async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) 
     try:
         return await probe_with_retries(monitor, ctx, retry_delay_s)
     except Exception as exc:  # a bug in a probe is that monitor's failed check
-        detail = str(exc).replace(monitor.url, redact_url(monitor.url))
+        detail = hide_values(str(exc).replace(monitor.url, redact_url(monitor.url)), monitor)
         print(
             f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: {type(exc).__name__}: {detail}",
             file=sys.stderr,

@@ -24,6 +24,7 @@ due or being added, so an idle tick stays light.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import fields
@@ -42,8 +43,8 @@ from monitor_tick.core.model import (
     check_name,
     line_breaker,
 )
-from monitor_tick.core.redact import redact_url
-from monitor_tick.probes import dns, heartbeat, http, icmp, tcp, tls
+from monitor_tick.core.redact import ENV_REFERENCE, redact_url
+from monitor_tick.probes import dns, heartbeat, http, icmp, request, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
 
 __all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
@@ -165,13 +166,38 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
     return monitor
 
 
+def resolved(monitor: Monitor, env: Mapping[str, str] | None = None) -> Monitor:
+    """The monitor as its probe sees it: the ${ENV_VAR} references in its URL (any kind) resolved
+    from the tick's environment, checked as a stored row is. Elsewhere (list, show, the tick's
+    output) the URL stays as stored. Raises request.UnresolvedReference: a variable not set, or
+    a URL that is no longer usable once resolved (said without its values)."""
+    if "${" not in monitor.url:
+        return monitor
+    probed = dataclasses.replace(monitor, url=request.resolve(monitor.url, env, carrier="a URL"))
+    try:
+        check_monitor(probed)
+    except InvalidMonitor:
+        names = ", ".join(dict.fromkeys(ENV_REFERENCE.findall(monitor.url)))
+        raise request.UnresolvedReference(f"the url is not usable with {names} resolved (check their values)") from None
+    return probed
+
+
+def _unresolved_url(monitor: Monitor) -> str | None:
+    try:
+        resolved(monitor)
+    except request.UnresolvedReference as exc:
+        return str(exc)
+    return None
+
+
 def split_usable(monitors: list[Monitor]) -> tuple[list[Monitor], list[tuple[int, str]]]:
-    """(monitors this tick can probe, (id, cause) of those it cannot here and now: Kind.unusable)."""
+    """(monitors this tick can probe, (id, cause) of those it cannot here and now: Kind.unusable,
+    or a reference in the URL that cannot be resolved)."""
     usable: list[Monitor] = []
     unusable: list[tuple[int, str]] = []
     for monitor in monitors:
         kind = PROBES[monitor.kind]
-        reason = kind.host_check() or kind.unusable(monitor)
+        reason = kind.host_check() or _unresolved_url(monitor) or kind.unusable(monitor)
         if reason is None:
             usable.append(monitor)
         else:

@@ -2,9 +2,11 @@
 
 Secrets. Header values, the basic-auth user and password, and the body may be, or hold,
 `${ENV_VAR}` references, resolved from the tick's environment when the request is built, never
-stored or printed (core/redact.py's redact_settings is what output shows). A reference to a
-variable that is not set is a configuration error (`UnresolvedReference`), not the site's
-outage: the tick skips the monitor and says why, once an hour.
+stored or printed (core/redact.py's redact_settings is what output shows); so may any monitor's
+URL (probes.resolved). A reference to a variable that is not set is a configuration error
+(`UnresolvedReference`), not the site's outage: the tick skips the monitor and says why, once
+an hour. What a probe says (its cause) goes through hide_values, so a value the tick resolved
+is never printed or stored.
 
 TLS. --ca-file trusts the certificate authorities in one PEM file instead of the system's (a
 home lab's own CA, as curl's --cacert); --insecure verifies nothing. A monitor with either gets
@@ -36,9 +38,9 @@ class UnresolvedReference(InvalidMonitor):
     """A ${ENV_VAR} reference to a variable that is not set (or holds a line break)."""
 
 
-def resolve(text: str, env: Mapping[str, str] | None = None) -> str:
+def resolve(text: str, env: Mapping[str, str] | None = None, carrier: str = "a header") -> str:
     """`text` with each ${ENV_VAR} replaced by its value. Raises UnresolvedReference naming the
-    variable (never its value)."""
+    variable (never its value); `carrier` is what cannot carry a line break, for its message."""
     env = os.environ if env is None else env
 
     def value(match: re.Match[str]) -> str:
@@ -47,10 +49,26 @@ def resolve(text: str, env: Mapping[str, str] | None = None) -> str:
             raise UnresolvedReference(f"environment variable {name} is not set")
         found = env[name]
         if line_breaker(found):
-            raise UnresolvedReference(f"environment variable {name} holds a character a header cannot carry")
+            raise UnresolvedReference(f"environment variable {name} holds a character {carrier} cannot carry")
         return found
 
     return ENV_REFERENCE.sub(value, text)
+
+
+def hide_values(text: str, monitor: Monitor, env: Mapping[str, str] | None = None) -> str:
+    """`text` (a probe's cause, an error's message) with the value of each variable the monitor's
+    URL, headers, basic auth or body refers to replaced by its reference: a dns:// check's
+    `expect=${IP}` says 'expected ${IP}, got ...', never the address it was given."""
+    env = os.environ if env is None else env
+    names: dict[str, str] = {}
+    for setting in (monitor.url, monitor.headers, monitor.basic_auth, monitor.body):
+        if setting and "${" in setting:
+            for name in ENV_REFERENCE.findall(setting):
+                if env.get(name):
+                    names[env[name]] = name
+    for found in sorted(names, key=len, reverse=True):  # a value inside another is hidden with it
+        text = text.replace(found, "${" + names[found] + "}")
+    return text
 
 
 def request_headers(monitor: Monitor, env: Mapping[str, str] | None = None) -> dict[str, str]:
