@@ -5,6 +5,8 @@ the installed command into a real SQLite file; the condition rules table-driven.
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -15,7 +17,9 @@ import pytest
 from monitor_tick import store
 from monitor_tick.importers import gatus
 from monitor_tick.importers.plan import Planned
+from tests.commands import MONITOR_TICK, clock_at
 from tests.conftest import monitor_rows, run_installed
+from tests.servers import LocalServer
 
 
 @pytest.fixture
@@ -307,3 +311,144 @@ def test_to_file_keeps_harmless_headers_and_json_bodies_and_makes_placeholders_o
     ]
     for secret in ("sig-0123", "sess-4567", "pw-89ab", "just-a-string"):
         assert secret not in text + done.stdout + done.stderr
+
+
+def test_environment_variables_gatus_expands_stay_references_that_each_tick_resolves(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    """$VAR and ${VAR} in a URL, a header and a body become monitor-tick's ${VAR}, resolved by a
+    real tick against a local server; a condition or a channel cannot keep one and says so, and
+    anywhere else one line says it was taken as written. No value from the environment is printed."""
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        textwrap.dedent(
+            """
+            alerting:
+              slack:
+                webhook-url: "${MT_TEST_SLACK}"
+            endpoints:
+              - name: api
+                group: $MT_TEST_GROUP
+                url: "http://${MT_TEST_HOST}/ok?key=$MT_TEST_KEY"
+                method: POST
+                headers:
+                  Authorization: "Bearer $MT_TEST_TOKEN"
+                  X-Price: "$$5"
+                body: '{"token": "${MT_TEST_TOKEN}"}'
+                conditions:
+                  - "[STATUS] == 200"
+                  - "[BODY] == ${MT_TEST_WORD}"
+                alerts:
+                  - type: slack
+              - name: odd
+                url: "http://127.0.0.1:9/$1"
+            """
+        )
+    )
+    db = str(tmp_path / "m.db")
+    env = {
+        **os.environ,
+        **clock_at(),
+        "MT_TEST_HOST": f"127.0.0.1:{local_server.port}",
+        "MT_TEST_KEY": "key-0123",
+        "MT_TEST_TOKEN": "tok-4567",
+    }
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([MONITOR_TICK, *args, "--db", db], capture_output=True, text=True, timeout=60, env=env)
+
+    done = cli("import", "gatus", str(config))
+    assert done.returncode == 0, done.stderr
+    rows = monitors(db)
+    api = rows["api"]
+    assert (api["url"], api["headers"], api["body"]) == (
+        "http://${MT_TEST_HOST}/ok?key=${MT_TEST_KEY}",
+        "Authorization: Bearer ${MT_TEST_TOKEN}\nX-Price: $5",
+        '{"token": "${MT_TEST_TOKEN}"}',
+    )
+    assert (api["keyword"], api["group_name"]) == (None, "$MT_TEST_GROUP")
+    assert set(rows) == {"api"}
+    for line in (
+        "  added     api (monitor 1): http://${MT_TEST_HOST}/ok?key=*** every 1m",
+        "            - group: $MT_TEST_GROUP is not kept as a reference (monitor-tick resolves environment "
+        "variables only in URLs, headers and bodies): taken as written",
+        "            - condition '[BODY] == ${MT_TEST_WORD}' not carried over: ${MT_TEST_WORD} is an environment "
+        "variable, which monitor-tick resolves only in URLs, headers and bodies",
+        "            - alert slack not imported: slack: its settings hold ${MT_TEST_SLACK}, an environment variable "
+        "monitor-tick cannot keep in a channel: add it with `notify add`",
+        "  skipped   odd: url: $1 is not a reference monitor-tick can keep (${NAME}: letters, digits and _)",
+    ):
+        assert line in done.stdout.splitlines(), (line, done.stdout)
+    ticked = cli("--json", "--retry-delay", "0")
+    assert ticked.returncode == 0 and ticked.stderr == "", ticked.stderr
+    assert [(r["status"], r["cause"]) for r in json.loads(ticked.stdout)["results"]] == [("up", None)]
+    sent = local_server.requests[-1]
+    assert (sent.method, sent.target, sent.headers["authorization"], sent.headers["x-price"], sent.body) == (
+        "POST",
+        "/ok?key=key-0123",
+        "Bearer tok-4567",
+        "$5",
+        b'{"token": "tok-4567"}',
+    )
+    for text in (done.stdout, done.stderr, ticked.stdout, cli("list").stdout, cli("show", "api").stdout):
+        assert "key-0123" not in text and "tok-4567" not in text
+    # a monitors file keeps them too, as references (a header value typed in is a placeholder)
+    out = tmp_path / "monitors.toml"
+    written = cli("import", "gatus", str(config), "--to-file", str(out))
+    assert written.returncode == 0
+    assert [line.split(": written as ")[1].split(";")[0] for line in written.stderr.splitlines()] == [
+        "${MONITOR_API_HEADER_X_PRICE}"
+    ]
+    assert (
+        'url = "http://${MT_TEST_HOST}/ok?key=${MT_TEST_KEY}"\n'
+        'interval_sec = 60\ngroup_name = "$MT_TEST_GROUP"\nmethod = "POST"\nexpect_status = "200"\n'
+        'headers = "Authorization: Bearer ${MT_TEST_TOKEN}\\nX-Price: ${MONITOR_API_HEADER_X_PRICE}"\n'
+        'body = "{\\"token\\": \\"${MT_TEST_TOKEN}\\"}"\n'
+    ) in out.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("https://${HOST}/health", "https://${HOST}/health"),
+        ("https://$HOST.example.org/x?k=$KEY_1&b=2", "https://${HOST}.example.org/x?k=${KEY_1}&b=2"),
+        ("Bearer $TOKEN", "Bearer ${TOKEN}"),
+        ("costs $$5, $$HOME", "costs $5, $HOME"),  # $$ is Gatus' literal $
+        ("50$ / $", "50$ / $"),  # a $ before no name stays
+        ("plain", "plain"),
+    ],
+)
+def test_gatus_references_become_monitor_tick_references(text: str, kept: str) -> None:
+    assert gatus.kept_references(text, "url") == kept
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("https://h/$1", "$1 is not a reference monitor-tick can keep"),
+        ("https://h/${1}", "${1} is not a reference monitor-tick can keep"),
+        ("https://h/${A-B}", "${A-B} is not a reference monitor-tick can keep"),
+        ("https://h/${}", "${} is not a reference monitor-tick can keep"),
+        ("https://h/${OPEN", "${ is not a reference monitor-tick can keep"),
+        ("https://h/$*", "$* is not a reference monitor-tick can keep"),
+        ("https://h/$${HOST}", "a literal ${...} ($${...}) would be read as a reference by monitor-tick"),
+    ],
+)
+def test_references_monitor_tick_cannot_keep_are_refused_with_the_reason(text: str, why: str) -> None:
+    with pytest.raises(gatus.channels.Unmapped, match=re.escape(f"url: {why}")):
+        gatus.kept_references(text, "url")
+
+
+def test_a_url_that_is_one_reference_and_a_dns_block_with_references() -> None:
+    plan = gatus.plan_of(
+        {
+            "endpoints": [
+                {"name": "whole", "url": "${HEALTH_URL}"},
+                {"name": "dns", "url": "127.0.0.1:5353", "dns": {"query-name": "$ZONE", "query-type": "A"}},
+            ]
+        }
+    )
+    assert plan.skipped == [
+        ("whole", "url: monitor-tick needs its scheme written out (https://${HOST}/...) to know the kind of check")
+    ]
+    assert plan.monitors[0].url == "dns://${ZONE}?type=A&server=127.0.0.1%3A5353"

@@ -19,17 +19,25 @@
 
 An http endpoint without a [STATUS] condition accepts any status, as in Gatus. Everything else
 is listed, per endpoint, with its reason.
+
+Environment variables. Gatus expands $NAME and ${NAME} anywhere in its file when it reads it
+($$ is a literal $). In an endpoint's URL (a dns: block's name and type are part of it), header
+values and body they become monitor-tick's ${NAME}, which each tick resolves from its own
+environment. A condition or an alerting provider holding one is not carried over, saying why;
+anywhere else one line per endpoint says it was taken as written.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_name
+from monitor_tick.core.redact import ENV_REFERENCE
 from monitor_tick.importers import channels
 from monitor_tick.importers.plan import (
     ImportProblem,
@@ -68,6 +76,14 @@ _SELF = {
     "skip-invalid-config-update": "Gatus' reloads",
 }
 _STATUS_RANGE = (100, 599)
+# What Go's os.ExpandEnv reads after Gatus turned $$ into a literal $: $$; ${anything}; $NAME;
+# and, kept by neither tool as a name, a shell special ($1, $*, ...) or a ${ left open
+_GATUS_REFERENCE = re.compile(r"\$(?:(\$)|\{([^}]*)\}|([A-Za-z_][A-Za-z0-9_]*)|(\{|[*#@!?0-9-]))")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_ONLY_IN = "only in URLs, headers and bodies"
+# an endpoint's settings that keep references (converted where they are read) or that say
+# themselves why they cannot (conditions, alerts); any other holding one is named in a note
+_KEEPING = ("url", "headers", "body", "dns", "conditions", "alerts")
 
 
 def load_yaml(path: str) -> Any:
@@ -133,9 +149,65 @@ def plan_of(config: dict[str, Any]) -> Plan:
     return plan
 
 
+def gatus_references(text: str) -> list[str]:
+    """The environment references Gatus would expand in `text`, as written ($$ is none)."""
+    return [m.group(0) for m in _GATUS_REFERENCE.finditer(text) if m.group(1) is None]
+
+
+def kept_references(text: str, where: str) -> str:
+    """`text` with Gatus' references written as monitor-tick's ${NAME} ($$ as a literal $).
+    Raises channels.Unmapped, naming `where`, for one monitor-tick cannot keep: a name it cannot
+    hold, or a literal ${NAME} it would read as a reference."""
+    parts: list[str] = []
+    kept = 0
+    end = 0
+    for match in _GATUS_REFERENCE.finditer(text):
+        literal, braced, bare, _ = match.groups()
+        parts.append(text[end : match.start()])
+        end = match.end()
+        name = braced if braced is not None else bare
+        if literal:
+            parts.append("$")
+        elif name is not None and _NAME.fullmatch(name):
+            parts.append("${" + name + "}")
+            kept += 1
+        else:
+            raise channels.Unmapped(
+                f"{where}: {match.group(0)} is not a reference monitor-tick can keep (${{NAME}}: letters, digits and _)"
+            )
+    written = "".join([*parts, text[end:]])
+    if len(ENV_REFERENCE.findall(written)) != kept:
+        raise channels.Unmapped(f"{where}: a literal ${{...}} ($${{...}}) would be read as a reference by monitor-tick")
+    return written
+
+
+def _texts(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """(dotted path, text) of every string in a YAML value."""
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            yield from _texts(inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(value, list):
+        for index, inner in enumerate(value):
+            yield from _texts(inner, f"{path}[{index}]")
+    elif isinstance(value, str):
+        yield path, value
+
+
+def _are(references: list[str], one: str, more: str) -> str:
+    """'$A is `one`' or '$A, $B are `more`'."""
+    return f"{', '.join(references)} is {one}" if len(references) == 1 else f"{', '.join(references)} are {more}"
+
+
 def _provider(name: str, settings: Any) -> tuple[str | None, str]:
     """(Apprise URL, '') or (None, why not) for one `alerting.<type>` block."""
     s = settings if isinstance(settings, dict) else {}
+    references = [ref for _, text in _texts(s, "") for ref in gatus_references(text)]
+    if references:  # a channel's URL is stored as Apprise takes it, with nothing left to resolve
+        variables = "an environment variable" if len(references) == 1 else "environment variables"
+        return None, (
+            f"{name}: its settings hold {', '.join(references)}, {variables} monitor-tick cannot keep "
+            "in a channel: add it with `notify add`"
+        )
     try:
         if name == "slack":
             return channels.slack(s.get("webhook-url")), ""
@@ -165,8 +237,20 @@ def _provider(name: str, settings: Any) -> tuple[str | None, str]:
 
 
 def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, tuple[str | None, str]]) -> Planned:
-    url = str(e.get("url") or "")
+    url = kept_references(str(e.get("url") or ""), "url")
     notes: list[str] = []
+    elsewhere = [
+        (path, refs)
+        for path, text in _texts({k: v for k, v in e.items() if k not in _KEEPING}, "")
+        if (refs := gatus_references(text))
+    ]
+    if elsewhere:
+        references = [ref for _, refs in elsewhere for ref in refs]
+        notes.append(
+            f"{', '.join(path for path, _ in elsewhere)}: "
+            f"{_are(references, 'not kept as a reference', 'not kept as references')} "
+            f"(monitor-tick resolves environment variables {_ONLY_IN}): taken as written"
+        )
     try:
         seconds = go_duration_s(e.get("interval", "60s"))
     except ValueError as exc:
@@ -184,8 +268,9 @@ def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, 
     if kind == "dns":
         query = e["dns"] or {}
         server = url.split("://", 1)[-1]
-        params = {"type": str(query.get("query-type") or "A"), "server": server}
-        planned.url = f"dns://{query.get('query-name')}?{urlencode(params)}"
+        params = {"type": kept_references(str(query.get("query-type") or "A"), "dns.query-type"), "server": server}
+        name = kept_references(str(query.get("query-name")), "dns.query-name")
+        planned.url = f"dns://{name}?{urlencode(params, safe='${}')}"  # references stay readable
     client = e.get("client") or {}
     _client(client, planned, kind)
     if kind == "http":
@@ -205,6 +290,10 @@ def _kind(e: dict[str, Any], url: str) -> str:
     if e.get("dns"):
         return "dns"
     scheme = urlsplit(url).scheme.lower()
+    if not scheme and url.startswith("${"):
+        raise channels.Unmapped(
+            "url: monitor-tick needs its scheme written out (https://${HOST}/...) to know the kind of check"
+        )
     if scheme in _UNSUPPORTED_SCHEMES:
         raise channels.Unmapped(f"{scheme}:// ({_UNSUPPORTED_SCHEMES[scheme]}) has no monitor-tick kind")
     if scheme in ("http", "https"):
@@ -235,8 +324,8 @@ def _client(client: dict[str, Any], planned: Planned, kind: str) -> None:
 def _request(e: dict[str, Any], planned: Planned) -> None:
     given = planned.given
     given["method"] = str(e.get("method") or "GET").upper()
-    headers = [(str(k), str(v)) for k, v in (e.get("headers") or {}).items()]
-    body = e.get("body")
+    headers = [(str(k), kept_references(str(v), f"headers.{k}")) for k, v in (e.get("headers") or {}).items()]
+    body = kept_references(str(e["body"]), "body") if e.get("body") else None
     if body and e.get("graphql"):
         # Gatus sends a graphql endpoint's body as {"query": BODY}
         body = json.dumps({"query": str(body)})
@@ -263,6 +352,13 @@ def _conditions(conditions: list[str], planned: Planned, kind: str) -> None:
     statuses = [_STATUS_RANGE]
     status_seen = False
     for condition in conditions:
+        references = gatus_references(condition)
+        if references:  # a keyword or value taken as written would never match: always down
+            what = _are(references, "an environment variable", "environment variables")
+            planned.notes.append(
+                f"condition {condition!r} not carried over: {what}, which monitor-tick resolves {_ONLY_IN}"
+            )
+            continue
         parts = _split(condition)
         reason = "not a condition Gatus reads" if parts is None else _condition(*parts, planned, kind, statuses)
         if parts is not None and parts[0] == "[STATUS]" and reason is None:
