@@ -107,6 +107,29 @@ def test_a_bug_in_one_probe_is_its_failure_and_the_worker_goes_on(monkeypatch: p
     assert results[1].cause == "probe error: KeyError"
 
 
+def test_a_probe_is_sent_its_url_resolved_and_a_bug_quoting_it_prints_neither_values_nor_secrets(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sent: list[str] = []
+
+    async def fake(m: Monitor, ctx: ProbeContext) -> ProbeResult:
+        sent.append(m.url)
+        raise KeyError(f"bug while sending {m.url}")
+
+    monkeypatch.setitem(PROBES, "http", dataclasses.replace(PROBES["http"], probe=fake))
+    monkeypatch.setenv("MT_TEST_HOST", "internal.example.test")
+    monkeypatch.setenv("MT_TEST_KEY", "k-0123456789")
+    template = dataclasses.replace(monitor(1), url="http://${MT_TEST_HOST}/x?key=${MT_TEST_KEY}&kind=typed-in")
+    results = asyncio.run(probe_all([template], ProbeContext(None, 0, None), concurrency=1, retry_delay_s=0))  # type: ignore[arg-type]
+    assert sent == ["http://internal.example.test/x?key=k-0123456789&kind=typed-in"]
+    assert results[0].cause == "probe error: KeyError"
+    err = capsys.readouterr().err
+    assert err == (
+        "monitor-tick: probe of monitor 1 failed inside monitor-tick: KeyError: "
+        "'bug while sending http://${MT_TEST_HOST}/x?key=***&kind=***'\n"
+    )
+
+
 def test_recent_rollups_reads_each_monitors_newest_hour(conn: sqlite3.Connection) -> None:
     a, b, c = add(conn, "http://a.test/"), add(conn, "http://b.test/"), add(conn, "http://c.test/")
     hour_ms = clock.minute_start_ms(MINUTE)

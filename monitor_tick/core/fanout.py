@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 
 from monitor_tick.core import clock
-from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext, resolved, wire
 from monitor_tick.probes.backend import httpx_transport
@@ -217,12 +217,24 @@ async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) 
     try:
         return await probe_with_retries(monitor, ctx, retry_delay_s)
     except Exception as exc:  # a bug in a probe is that monitor's failed check
-        detail = hide_values(str(exc).replace(monitor.url, redact_url(monitor.url)), monitor)
+        detail = _shown(str(exc), monitor)
         print(
             f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: {type(exc).__name__}: {detail}",
             file=sys.stderr,
         )
         return ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
+
+
+def _shown(text: str, monitor: Monitor) -> str:
+    """`text` with the monitor's URL, as stored or as its probe was sent it, redacted, and any
+    other value the tick resolved for it named by its reference."""
+    try:
+        sent = resolved(monitor).url
+    except InvalidMonitor:
+        sent = monitor.url
+    for url in dict.fromkeys((sent, monitor.url)):
+        text = text.replace(url, redact_url(monitor.url))
+    return hide_values(text, monitor)
 
 
 def start_order(monitors: Sequence[Monitor], recent: dict[int, tuple[int, int | None, int]], minute: int) -> list[int]:
