@@ -452,3 +452,29 @@ def test_a_url_that_is_one_reference_and_a_dns_block_with_references() -> None:
         ("whole", "url: monitor-tick needs its scheme written out (https://${HOST}/...) to know the kind of check")
     ]
     assert plan.monitors[0].url == "dns://${ZONE}?type=A&server=127.0.0.1%3A5353"
+
+
+def test_an_alert_whose_threshold_is_an_environment_variable_is_listed_not_a_crash(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        textwrap.dedent(
+            """
+            alerting:
+              slack:
+                webhook-url: "https://hooks.slack.com/services/T000/B000/XXXX"
+            endpoints:
+              - name: api
+                url: https://example.org/health
+                alerts:
+                  - type: slack
+                    failure-threshold: ${MT_TEST_FAILURES}
+            """
+        )
+    )
+    done = run("import", "gatus", str(config), "--dry-run", "--db", str(tmp_path / "none.db"))
+    assert (done.returncode, done.stderr) == (0, "")
+    assert (
+        "            - alert slack not imported: failure-threshold ${MT_TEST_FAILURES} is not a whole number "
+        "(monitor-tick resolves environment variables only in URLs, headers and bodies)"
+    ) in done.stdout.splitlines()
+    assert "1 to add, 0 already there, 0 skipped, 0 channels" in done.stdout

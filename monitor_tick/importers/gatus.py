@@ -84,6 +84,7 @@ _ONLY_IN = "only in URLs, headers and bodies"
 # an endpoint's settings that keep references (converted where they are read) or that say
 # themselves why they cannot (conditions, alerts); any other holding one is named in a note
 _KEEPING = ("url", "headers", "body", "dns", "conditions", "alerts")
+_THRESHOLDS = ("failure-threshold", "success-threshold")
 
 
 def load_yaml(path: str) -> Any:
@@ -477,6 +478,11 @@ def _json_field(path: str, op: str, right: str, given: dict[str, Any], kind: str
     return None
 
 
+def _whole(value: object) -> bool:
+    """Whether a YAML value reads as a whole number (3, '3'), as Gatus' thresholds must."""
+    return not isinstance(value, bool) and (isinstance(value, int) or str(value).strip().isdigit())
+
+
 def _alerts(
     alerts: list[Any], alerting: dict[str, Any], providers: dict[str, tuple[str | None, str]], planned: Planned
 ) -> None:
@@ -496,11 +502,18 @@ def _alerts(
         if url is None:
             planned.notes.append(f"alert {kind} not imported: {reason}")
             continue
+        thresholds = [merged.get("failure-threshold", 3), merged.get("success-threshold", 2)]
+        unusable = [(key, value) for key, value in zip(_THRESHOLDS, thresholds, strict=True) if not _whole(value)]
+        if unusable:
+            key, value = unusable[0]
+            why = f" (monitor-tick resolves environment variables {_ONLY_IN})" if gatus_references(str(value)) else ""
+            planned.notes.append(f"alert {kind} not imported: {key} {value} is not a whole number{why}")
+            continue
         if merged.get("provider-override"):
             planned.notes.append(f"alert {kind}: provider-override not carried over")
         planned.channels.append((kind, url))
-        failures.append(int(merged.get("failure-threshold", 3)))
-        successes.append(int(merged.get("success-threshold", 2)))
+        failures.append(int(thresholds[0]))
+        successes.append(int(thresholds[1]))
         if merged.get("minimum-reminder-interval"):
             try:
                 remind = round(go_duration_s(merged["minimum-reminder-interval"])) or None
