@@ -178,14 +178,14 @@ def test_url_references_are_resolved_by_each_tick_and_an_unset_one_makes_the_mon
     db = str(tmp_path / "m.db")
     minute = clock.minute_of_ms(clock.now_ms())
     hour_start = minute - minute % 60 - 60  # as in the test above
-    added = cli(db, "add", "http://${MT_TEST_HOST}/ok?key=${MT_TEST_KEY}", "--name", "api", "--every", "1m")
+    env = {"MT_TEST_HOST": f"127.0.0.1:{local_server.port}", "MT_TEST_KEY": SECRET}
+    added = cli(db, "add", "http://${MT_TEST_HOST}/ok?key=${MT_TEST_KEY}", "--name", "api", "--every", "1m", env=env)
     assert added.returncode == 0 and created_or_nothing(added.stderr, db), added.stderr
     raw = sqlite3.connect(db)
     raw.execute("UPDATE monitors SET created_at_ms = 0")
     raw.commit()
     assert raw.execute("SELECT url FROM monitors").fetchall() == [("http://${MT_TEST_HOST}/ok?key=${MT_TEST_KEY}",)]
     raw.close()
-    env = {"MT_TEST_HOST": f"127.0.0.1:{local_server.port}", "MT_TEST_KEY": SECRET}
     done = cli(db, "--minute", str(hour_start - 60), "--json", "--retry-delay", "0", env=env)
     assert done.returncode == 0 and done.stderr == ""
     assert [(r["status"], r["cause"]) for r in json.loads(done.stdout)["results"]] == [("up", None)]
@@ -411,6 +411,15 @@ def test_add_edit_and_apply_warn_of_references_unset_where_they_run(tmp_path: Pa
         applied = as_cron(db, at(30), "apply", str(monitors), *args)
         assert (applied.returncode, applied.stderr) == (0, WARNED), args
     assert as_cron(db, at(30), "apply", str(monitors), token=TOKEN).stderr == ""
+    # a reference in the URL, which each tick resolves too
+    referenced = local_server.url("/ok").replace("/ok", f"/${{{UNSET}}}")
+    added = as_cron(db, at(30), "add", referenced, "--name", "by-url")
+    assert (added.returncode, added.stderr) == (0, WARNED.replace("monitor api", "monitor by-url"))
+    edited = as_cron(db, at(30), "edit", "by-url", "--url", referenced.replace(UNSET, "MT_TEST_ALSO_UNSET"))
+    assert (edited.returncode, edited.stderr) == (
+        0,
+        WARNED.replace("monitor api", "monitor by-url").replace(f"${{{UNSET}}}", "${MT_TEST_ALSO_UNSET}"),
+    )
 
 
 def test_a_monitor_that_cannot_be_probed_costs_a_write_when_that_changes_and_one_an_hour(

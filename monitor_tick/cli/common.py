@@ -61,8 +61,8 @@ def _shown_char(ch: str) -> str:
 
 
 def warn_unset_references(monitor: str, *texts: object) -> None:
-    """One line on stderr for each `${VAR}` that `texts` (a monitor's headers, basic auth and
-    body) refer to and this command's environment lacks. Not an error: the tick resolves them
+    """One line on stderr for each `${VAR}` that `texts` (a monitor's URL, headers, basic
+    auth and body) refer to and this command's environment lacks. Not an error: the tick resolves them
     from its own environment (cron's), which may hold them; but said now, not found at the hour."""
     names = dict.fromkeys(name for text in texts if isinstance(text, str) for name in ENV_REFERENCE.findall(text))
     for name in names:

@@ -138,7 +138,7 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
     if changed_owner:
         lines.append(f"--owner {row['owner'] or 'none'} -> {owner or 'none'}")
     typer.echo(f"monitor {row['id']} ({shown_name(row['name'])}): {', '.join(lines) or 'unchanged'}")
-    warn_unset_references(new.name, new.headers, new.basic_auth, new.body)
+    warn_unset_references(new.name, new.url, new.headers, new.basic_auth, new.body)
 
 
 def _edit_parameter(parameter: inspect.Parameter, annotation: Any) -> inspect.Parameter:

@@ -256,7 +256,7 @@ def add(
     if created:
         typer.echo(f"monitor-tick: created database {path}", err=True)
     typer.echo(token or str(new_id))
-    warn_unset_references(monitor.name, monitor.headers, monitor.basic_auth, monitor.body)
+    warn_unset_references(monitor.name, monitor.url, monitor.headers, monitor.basic_auth, monitor.body)
     unable = probes.PROBES[monitor.kind].host_check()
     if unable:  # added all the same (the setting can change), but said now rather than at the hour
         typer.echo(f"monitor-tick: monitor {new_id} cannot be probed here until this changes: {unable}", err=True)
