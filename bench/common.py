@@ -23,7 +23,7 @@ import bulk  # bench/bulk.py, beside this module
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.run.tick import TickOptions, run_tick
 
 BENCH = Path(__file__).resolve().parent
 OUT = BENCH / "out"

@@ -22,9 +22,9 @@ import httpx
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes import new_monitor
 from monitor_tick.probes.heartbeat import new_token
+from monitor_tick.run.tick import TickOptions, run_tick
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 

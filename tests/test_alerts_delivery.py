@@ -17,9 +17,9 @@ from freezegun import freeze_time
 from monitor_tick import store
 from monitor_tick.alerts import notify
 from monitor_tick.core import clock
-from monitor_tick.core import tick as tick_module
 from monitor_tick.core.model import AlertSettings, Monitor
-from monitor_tick.core.tick import TickOptions, TickReport, run_tick
+from monitor_tick.run import tick as tick_module
+from monitor_tick.run.tick import TickOptions, TickReport, run_tick
 from tests.conftest import add, traced_writes
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer, refused_port, send_response
@@ -454,7 +454,7 @@ def test_apprise_is_imported_only_when_there_is_something_to_send(
     site.set("api", status)
     script = (
         "import sys\n"
-        "from monitor_tick.core.tick import TickOptions, run_tick\n"
+        "from monitor_tick.run.tick import TickOptions, run_tick\n"
         f"report = run_tick(TickOptions(db_path={db_path!r}, retry_delay_s=0))\n"
         "print(report.due and report.results[0].status, 'apprise' in sys.modules)\n"
     )

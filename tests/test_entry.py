@@ -229,7 +229,7 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db
     )
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert done.returncode == 0 and done.stdout == ""
-    assert "monitor_tick.core.tick" in imported and "sqlite3" in imported  # the list is real
+    assert "monitor_tick.run.tick" in imported and "sqlite3" in imported  # the list is real
     heavy = {
         "typer",
         "click",

@@ -13,10 +13,10 @@ from freezegun import freeze_time
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.fanout import probe_all, start_order
 from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes import PROBES, ProbeContext
+from monitor_tick.run.fanout import probe_all, start_order
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, respx_transport
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z

@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from monitor_tick import store
 from monitor_tick.cli.app import app
-from monitor_tick.core import clock, tick
-from monitor_tick.core.tick import TickOptions, TickReport, run_tick
+from monitor_tick.core import clock
 from monitor_tick.probes.heartbeat import new_token
+from monitor_tick.run import tick
+from monitor_tick.run.tick import TickOptions, TickReport, run_tick
 from tests.conftest import add, rollup
 from tests.servers import refused_port
 

@@ -20,7 +20,7 @@ from freezegun import freeze_time
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.run.tick import TickOptions, run_tick
 from monitor_tick.store import migrations, postgres
 from tests.commands import clock_at
 from tests.conftest import add

@@ -11,9 +11,9 @@ import pytest
 import respx
 
 from monitor_tick.core.clock import now_ms
-from monitor_tick.core.fanout import make_client
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes.http import MAX_BODY_BYTES, probe_http
+from monitor_tick.run.fanout import make_client
 from tests.conftest import respx_transport
 
 

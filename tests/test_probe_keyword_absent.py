@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from monitor_tick import store
 from monitor_tick.cli.app import app
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.http import MAX_BODY_BYTES
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add
 from tests.servers import Handler, LocalServer, response_head
 

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from monitor_tick import store
 from monitor_tick.cli.app import app
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.net import cause_of_os_error
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import refused_port
 

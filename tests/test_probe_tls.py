@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from monitor_tick import store
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
-from monitor_tick.core.tick import TickOptions, TickReport, run_tick
+from monitor_tick.run.tick import TickOptions, TickReport, run_tick
 from tests.conftest import add, rollup
 from tests.servers import (
     LocalServer,

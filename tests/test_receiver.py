@@ -26,9 +26,9 @@ from typer.testing import CliRunner
 from monitor_tick import store
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.heartbeat import new_token, token_digest
 from monitor_tick.receiver import MAX_REQUEST_BYTES, REFUSED
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.commands import serving
 from tests.conftest import add
 from tests.postgres import Server

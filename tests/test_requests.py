@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from freezegun import freeze_time
 
-from monitor_tick.core import clock, fanout
+from monitor_tick.core import clock
 from monitor_tick.core.redact import redact_settings
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.run import fanout
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.commands import ORDINARY_MS, clock_at, created_or_nothing
 from tests.conftest import add, traced_writes
 from tests.servers import LocalServer, make_ca, self_signed_cert, valid_cert

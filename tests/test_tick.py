@@ -16,8 +16,8 @@ from monitor_tick import store
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor, ProbeResult
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes import PROBES, ProbeContext
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, respx_transport, rollup
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z

@@ -21,14 +21,14 @@ import httpx
 import pytest
 import respx
 
-from monitor_tick.core import fanout
-from monitor_tick.core.fanout import make_client, ssl_context
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import ProbeContext, check_monitor, wire
 from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.http import probe_http
 from monitor_tick.probes.request import DefaultTrust
+from monitor_tick.run import fanout
+from monitor_tick.run.fanout import make_client, ssl_context
 from tests.conftest import add, respx_transport
 from tests.servers import (
     LocalServer,
@@ -377,7 +377,7 @@ def test_a_tick_whose_checks_all_went_on_the_wire_closes_httpx_without_loading_a
     add(conn, server.url(last_path), retries=0)
     script = (
         "import sys\n"
-        "from monitor_tick.core.tick import TickOptions, run_tick\n"
+        "from monitor_tick.run.tick import TickOptions, run_tick\n"
         f"report = run_tick(TickOptions(db_path={db_path!r}, minute={MINUTE}, retry_delay_s=0))\n"
         "print(sorted({r.status for r in report.results}), 'anyio._backends._asyncio' in sys.modules)\n"
     )

@@ -18,7 +18,7 @@ from monitor_tick.cli.options import DEFAULT_DB, STATUS_TITLE_ENVVAR
 from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor
 from monitor_tick.core.redact import redact_url
-from monitor_tick.core.tick import MAX_BUDGET_S, MinuteNotYet, TickOptions, TickReport, due_now, run_tick
+from monitor_tick.run.tick import MAX_BUDGET_S, MinuteNotYet, TickOptions, TickReport, due_now, run_tick
 
 if TYPE_CHECKING:
     import httpx
@@ -79,7 +79,7 @@ def _run_tick(
     try:
         delay_s = _duration_s(retry_delay, "--retry-delay", zero_is_none=True)
         budget_s = _duration_s(budget, "--budget")
-        if budget_s > MAX_BUDGET_S:  # a tick ends inside its minute (core/tick.py)
+        if budget_s > MAX_BUDGET_S:  # a tick ends inside its minute (run/tick.py)
             raise ValueError(f"--budget: at most {MAX_BUDGET_S:g}s (got {budget})")
         busy_timeout_s = _duration_s(busy_timeout, "--busy-timeout")
         lease_s = _duration_s(lease, "--lease")

@@ -1,2 +1,2 @@
-"""The tick's core: the clock, the pure schedule and incident rules, the values that cross module
-borders (model), the tick itself and its fan-out."""
+"""The leaves: the clock, the pure schedule and incident rules, redaction, and the values that
+cross module borders (model). They import nothing of monitor_tick's above them."""

@@ -15,7 +15,7 @@ kind in PROBES. Validation on `add` and on every due row, due selection, fan-out
 rollups, incidents, `list`, `report` and the tick's --json are shared and need no edit. Only a
 kind with an option of its own adds a Monitor field with its column (schema.sql) and an `add`
 option; only a kind with results of its own (heartbeats' pings) adds a table, its SQL
-(store/pings.py) and a line in core/tick.py's KIND_READS, which hands them to its probe in
+(store/pings.py) and a line in run/tick.py's KIND_READS, which hands them to its probe in
 ctx.loaded.
 
 Importing this package imports httpx: the tick and the CLI import it only when a monitor is

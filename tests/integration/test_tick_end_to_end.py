@@ -124,7 +124,7 @@ def test_real_servers_give_the_expected_result_and_cause(
     status: str,
     cause: str | None,
 ) -> None:
-    from monitor_tick.core.tick import TickOptions, run_tick
+    from monitor_tick.run.tick import TickOptions, run_tick
     from tests.conftest import add
 
     monitor = add(conn, local_server.url(path), retries=0, **settings)
@@ -136,7 +136,7 @@ def test_real_servers_give_the_expected_result_and_cause(
 
 
 def test_a_refused_port_is_down_with_connect_refused(conn: sqlite3.Connection, db_path: str) -> None:
-    from monitor_tick.core.tick import TickOptions, run_tick
+    from monitor_tick.run.tick import TickOptions, run_tick
     from tests.conftest import add
     from tests.servers import refused_port
 

@@ -45,7 +45,7 @@ def finished_ticks(path: str) -> int:
 TICKER = textwrap.dedent(
     """
     import os, sys
-    from monitor_tick.core.tick import TickOptions, run_tick
+    from monitor_tick.run.tick import TickOptions, run_tick
     db, first, stop = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     for minute in range(first, first + 2000):
         if os.path.exists(stop):

@@ -21,7 +21,7 @@ from freezegun import freeze_time
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.integration.test_tick_end_to_end import Switch
 from tests.servers import LocalServer

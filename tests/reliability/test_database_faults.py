@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick import store
-from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import LocalServer, send_response
 

@@ -13,8 +13,8 @@ from monitor_tick import store
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
 from monitor_tick.core.model import MAX_TIMEOUT_S
-from monitor_tick.core.tick import DEFAULT_BUDGET_S, SLOT_HOLD_SHARE, TickOptions, run_tick
 from monitor_tick.probes import monitor_from_row
+from monitor_tick.run.tick import DEFAULT_BUDGET_S, SLOT_HOLD_SHARE, TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import LocalServer, send_response
 

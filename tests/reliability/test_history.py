@@ -17,7 +17,7 @@ from monitor_tick.cli import entry
 from monitor_tick.cli.app import app
 from monitor_tick.cli.options import parse_tick_args
 from monitor_tick.core import clock
-from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import LocalServer
 

@@ -12,10 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from monitor_tick.core.fanout import make_client
 from monitor_tick.core.model import Monitor, ProbeResult
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.http import probe_http
+from monitor_tick.run.fanout import make_client
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import (
     LocalServer,

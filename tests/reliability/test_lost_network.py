@@ -15,7 +15,7 @@ import pytest
 from freezegun import freeze_time
 
 from monitor_tick import store
-from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer

@@ -11,9 +11,9 @@ import time
 import pytest
 
 from monitor_tick.alerts import notify
-from monitor_tick.core import tick
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.publish import ping
+from monitor_tick.run import tick
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.servers import LocalServer
 
 MINUTE = 29_934_720

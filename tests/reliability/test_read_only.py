@@ -19,7 +19,7 @@ import pytest
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.commands import clock_at
 from tests.conftest import add
 from tests.servers import LocalServer

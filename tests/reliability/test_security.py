@@ -17,8 +17,8 @@ import pytest
 from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.redact import redact_url
-from monitor_tick.core.tick import TickOptions, run_tick
 from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add
 from tests.servers import LocalServer, refused_port, send_response
 

@@ -10,7 +10,7 @@ import sqlite3
 from pathlib import Path
 
 from monitor_tick import store
-from monitor_tick.core.tick import TickOptions, run_tick
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add
 
 MINUTE = 29_934_720

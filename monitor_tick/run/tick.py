@@ -564,7 +564,7 @@ def _probes() -> ModuleType:
 def _event_loop() -> tuple[ModuleType, ModuleType]:
     import asyncio
 
-    from monitor_tick.core import fanout
+    from monitor_tick.run import fanout
 
     return asyncio, fanout
 
