@@ -6,6 +6,7 @@ over 500 lines."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,49 @@ def test_an_import_circle_is_found(tmp_path: Path) -> None:
     (folder / "d.py").write_text("import bench.c\n")
     assert sibling_imports(folder) == {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"c"}}
     assert circles(sibling_imports(folder)) == [["a", "b", "c", "a"]]
+
+
+def _paragraphs(readme: str) -> dict[str, str]:
+    """The entries of the README's "Where things are" tree: name (`cli/`, `receiver.py`) -> text."""
+    section = readme.split("\n## Where things are\n", 1)[1].split("\n## ", 1)[0]
+    tree = section.split("    monitor_tick/\n", 1)[1].split("\n\n", 1)[0]
+    entries: dict[str, str] = {}
+    name = ""
+    for line in tree.splitlines():
+        if line.startswith("      ") and not line.startswith("       "):
+            name = line.split()[0]
+        if name:
+            entries[name] = entries.get(name, "") + " " + " ".join(line.split())
+    return entries
+
+
+def _unnamed(readme: str) -> list[str]:
+    """The modules and packages of monitor_tick/ that the tree does not name where they are: a
+    module as `name.py` in its package's entry, a package inside one as `name/`."""
+    entries = {name: set(re.findall(r"[A-Za-z0-9_]+(?:\.py|/)", text)) for name, text in _paragraphs(readme).items()}
+    package = ROOT / "monitor_tick"
+    missing = []
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).parts
+        if parts == ("__init__.py",):
+            continue
+        if len(parts) == 1:
+            named, where = path.name, {path.name} & entries.keys()
+        elif parts[1:] == ("__init__.py",):
+            named, where = parts[0] + "/", {parts[0] + "/"} & entries.keys()
+        else:
+            named = path.name if len(parts) == 2 else parts[1] + "/"
+            where = entries.get(parts[0] + "/", set())
+        if named not in where:
+            missing.append("/".join(parts))
+    return missing
+
+
+def test_where_things_are_names_every_module() -> None:
+    assert _unnamed((ROOT / "README.md").read_text()) == []
+
+
+def test_where_things_are_fails_on_a_module_it_does_not_name() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert _unnamed(readme.replace("fanout.py (probes in flight)", "(probes in flight)")) == ["run/fanout.py"]
+    assert "receiver.py" in _unnamed(readme.replace("      receiver.py   ", "      (gone)        "))
