@@ -19,7 +19,8 @@ from monitor_tick.alerts import notify
 from monitor_tick.core import clock
 from monitor_tick.core.model import AlertSettings, Monitor
 from monitor_tick.run import tick as tick_module
-from monitor_tick.run.tick import TickOptions, TickReport, run_tick
+from monitor_tick.run.report import TickReport
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, traced_writes
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer, refused_port, send_response

@@ -20,7 +20,8 @@ from monitor_tick.cli.app import app
 from monitor_tick.core import clock
 from monitor_tick.probes.heartbeat import new_token
 from monitor_tick.run import tick
-from monitor_tick.run.tick import TickOptions, TickReport, run_tick
+from monitor_tick.run.report import TickReport
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import refused_port
 

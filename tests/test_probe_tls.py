@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from monitor_tick import store
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
-from monitor_tick.run.tick import TickOptions, TickReport, run_tick
+from monitor_tick.run.report import TickReport
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import (
     LocalServer,

@@ -18,7 +18,8 @@ from monitor_tick.cli.options import DEFAULT_DB, STATUS_TITLE_ENVVAR
 from monitor_tick.core import clock
 from monitor_tick.core.model import Monitor
 from monitor_tick.core.redact import redact_url
-from monitor_tick.run.tick import MAX_BUDGET_S, MinuteNotYet, TickOptions, TickReport, due_now, run_tick
+from monitor_tick.run.report import TickReport
+from monitor_tick.run.tick import MAX_BUDGET_S, MinuteNotYet, TickOptions, due_now, run_tick
 
 if TYPE_CHECKING:
     import httpx

@@ -1,2 +1,2 @@
-"""The tick's orchestration, above everything it drives: tick.py (claim, select, probe, write)
-and fanout.py (probes in flight). Nothing below imports it."""
+"""The tick's orchestration, above everything it drives: tick.py (claim, select, probe, write),
+fanout.py (probes in flight) and report.py (what a tick found and says). Nothing below imports it."""

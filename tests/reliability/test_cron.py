@@ -15,7 +15,8 @@ from freezegun import freeze_time
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
-from monitor_tick.run.tick import TickOptions, TickReport, run_tick
+from monitor_tick.run.report import TickReport
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import LocalServer, send_response
 
