@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from monitor_tick import store
-from monitor_tick.cli import configfile
+from monitor_tick.cli import configexport
 from monitor_tick.core import clock
 from monitor_tick.probes.heartbeat import new_token
 from tests.commands import MONITOR_TICK, created_or_nothing
@@ -482,4 +482,4 @@ def test_a_typed_in_password_or_header_value_is_exported_as_a_placeholder_never_
 def test_a_body_is_exported_as_written_only_when_it_is_json_with_no_key_named_like_a_secret(
     body: str, plain: bool
 ) -> None:
-    assert configfile._plain_json(body) is plain
+    assert configexport._plain_json(body) is plain

@@ -1,5 +1,5 @@
 """`apply FILE [--dry-run] [--prune]` and `export [--out FILE]`: monitors, owners, plans,
-maintenance windows and channels as a TOML file (the format: cli/configfile.py)."""
+maintenance windows and channels as a TOML file (the format: cli/configread.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli.common import DbOption, connect, db_path, fail, read, warn_unset_references
-from monitor_tick.cli.configfile import EXPORT_MODE, FileError, Plan, export_text, line_of, read_plan
+from monitor_tick.cli.configexport import EXPORT_MODE, export_text
+from monitor_tick.cli.configfile import Plan, read_plan
+from monitor_tick.cli.configread import FileError, line_of
 from monitor_tick.core import clock
 from monitor_tick.publish.atomic import describe_os_error, write_text_atomic
 

@@ -20,7 +20,7 @@ import typer
 from monitor_tick import store
 from monitor_tick.cli import deferred
 from monitor_tick.cli.common import DbOption, connect, db_path, fail, read
-from monitor_tick.cli.configfile import EXPORT_MODE, export_text
+from monitor_tick.cli.configexport import EXPORT_MODE, export_text
 from monitor_tick.core import clock
 from monitor_tick.publish.atomic import describe_os_error, write_text_atomic
 
