@@ -6,6 +6,9 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import random
+import re
+import signal
 import sqlite3
 import stat
 import subprocess
@@ -16,7 +19,7 @@ import pytest
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.redact import redact_url
+from monitor_tick.core.redact import redact_text, redact_url
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add
@@ -46,6 +49,75 @@ def added_before_minute() -> dict[str, str]:
 )
 def test_urls_are_redacted_for_display(url: str, shown: str) -> None:
     assert redact_url(url) == shown
+
+
+MIB = 1024 * 1024
+# the pattern redact_text used before it was made linear: the reference its results are held to
+OLD_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>]+")
+
+
+def old_redact_text(text: str) -> str:
+    return OLD_URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)
+
+
+class Hung(Exception):
+    pass
+
+
+def _hung(signum: int, frame: object) -> None:
+    raise Hung
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ("a" * MIB, "a" * MIB),  # a scheme's characters without '://': the old pattern's worst case
+        ("a1+.-" * (MIB // 5), "a1+.-" * (MIB // 5)),
+        ("a:/" * (MIB // 3), "a:/" * (MIB // 3)),
+        ("x" * MIB + "://h/?token=s3cr3t", "x" * MIB + "://h/?token=***"),
+        ("see https://h/?k=v " * (MIB // 20), "see https://h/?k=*** " * (MIB // 20)),
+        ("1://" * (MIB // 4), "1://" * (MIB // 4)),  # no scheme, but every '://' is followed by a URL's rest
+    ],
+    ids=["letters", "scheme-characters", "almost-a-scheme", "long-scheme", "many-urls", "no-scheme"],
+)
+def test_redacting_a_mebibyte_of_text_ends_under_an_alarm(text: str, redacted: str) -> None:
+    """A guard against hanging (a keyword or name of any length reaches redact_text through
+    show, export, report and the status page), not a measure of time: bench/redact.py times it."""
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(10)
+    try:
+        shown = redact_text(text)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    assert shown == redacted
+
+
+def test_redacted_text_is_what_the_old_pattern_gave_on_a_corpus() -> None:
+    corpus = [
+        "",
+        "plain words",
+        "down: https://u:p@h/x?token=abc, then http://h2/?a=1",
+        "1http://h/?t=x",  # a URL right after a digit: the scheme starts at the first letter
+        "9+.-a://h?x=1",
+        "123://h?x=1",  # no letter before '://': no URL
+        "ab:://h",
+        "a://",
+        "a:// h",
+        'x="https://h/?k=v"<b>',
+        "ftp://h/a?b=c\u00a0next https://h/?d=e",
+        "a://b://c?d=e",
+        "é://h?x=1 and éa://h?y=2",
+        "://h?x=1",
+    ]
+    pieces = ["http", "a", "Z", "1", "+", ".", "-", "://", ":", "/", " ", "?", "k=v", "&", "@", "#", '"', "'"]
+    pieces += ["<", ">", "\t", "\u00a0", "é", "u:p@"]
+    shapes = random.Random(21)
+    weights = [4 if piece in ("://", "http", "k=v", "?") else 1 for piece in pieces]
+    corpus += ["".join(shapes.choices(pieces, weights, k=shapes.randrange(30))) for _ in range(20_000)]
+    assert sum(old_redact_text(text) != text for text in corpus) > 2_000  # the corpus holds URLs
+    for text in corpus:
+        assert redact_text(text) == old_redact_text(text), text
 
 
 def test_credentials_and_tokens_never_reach_output_or_stored_causes(tmp_path: Path, local_server: LocalServer) -> None:
