@@ -311,6 +311,17 @@ def test_a_bad_file_is_one_line_naming_its_line_and_nothing_is_applied(tmp_path:
         '[monitors.a]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\n\n[[maintenance]]\nmonitor = "a"\n'
         'daily = "25:00"\nfor = "1h"\n': ":7: maintenance.0.daily: not a time of day HH:MM (UTC): '25:00'",
         "[monitorz.a]\n": ": monitorz: unknown section [monitorz]",
+        # what nobody types: refused, as `add` refuses it
+        f'[monitors.api]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\nkeyword = "{"k" * 4097}"\n': (
+            ":4: monitors.api.keyword: --keyword is 4,097 bytes long; at most 4 KiB"
+        ),
+        '[monitors.api]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\nkeyword = "k"\n'
+        f'keyword_absent = "{"k" * 4097}"\n': (
+            ":5: monitors.api.keyword_absent: --keyword-absent is 4,097 bytes long; at most 4 KiB"
+        ),
+        f"[plans.{'p' * 201}]\nmin_interval_sec = 60\n": (
+            f":1: plans.{'p' * 201}: plan name is 201 characters long; at most 200"
+        ),
     }
     file = tmp_path / "bad.toml"
     for text, error in cases.items():

@@ -478,3 +478,28 @@ def test_an_alert_whose_threshold_is_an_environment_variable_is_listed_not_a_cra
         "(monitor-tick resolves environment variables only in URLs, headers and bodies)"
     ) in done.stdout.splitlines()
     assert "1 to add, 0 already there, 0 skipped, 0 channels" in done.stdout
+
+
+def test_what_nobody_types_is_skipped_in_one_line(tmp_path: Path, db_path: str) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            endpoints:
+              - name: fits
+                url: https://a.example.org
+                conditions: ["[BODY] == {"k" * 4096}"]
+              - name: long keyword
+                url: https://b.example.org
+                conditions: ["[BODY] == {"k" * 4097}"]
+              - name: "{"n" * 201}"
+                url: https://c.example.org
+                conditions: ["[STATUS] == 200"]
+            """
+        )
+    )
+    done = run("import", "gatus", str(path), "--db", db_path)
+    assert done.returncode == 0, done.stderr
+    assert list(monitors(db_path)) == ["fits"]
+    assert "  skipped   long keyword: cannot be added: --keyword is 4,097 bytes long; at most 4 KiB\n" in done.stdout
+    assert f"  skipped   {'n' * 201}: cannot be added: name is 201 characters long; at most 200\n" in done.stdout

@@ -12,7 +12,7 @@ import typer
 from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
 from monitor_tick.core import clock
-from monitor_tick.core.model import InvalidMonitor, check_name, expiry_text
+from monitor_tick.core.model import MAX_NAME_CHARS, InvalidMonitor, check_typed_name, expiry_text
 from monitor_tick.core.redact import ENV_REFERENCE, REDACTED_SETTINGS, redact_settings, redact_text
 
 # No envvar here: $MONITOR_TICK_DB is read by the root's --db (the tick's option), so that an
@@ -46,10 +46,16 @@ def db_path(ctx: typer.Context, db: str | None) -> str:
 
 
 def shown_name(name: str) -> str:
-    """A name for a text table: whole, with anything unprintable (a row stored before names were
+    """A name for a text table or line: as shown_text, and one longer than a name may be now (a
+    row stored before names were bounded) cut to its first MAX_NAME_CHARS characters and '…'."""
+    return shown_text(name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "…")
+
+
+def shown_text(text: str) -> str:
+    """Text for one line of output, with anything unprintable (a row stored before names were
     checked) escaped as Python does (\\u200b, \\x1b) and a backslash doubled, so that two names
     never look the same."""
-    return "".join(_shown_char(ch) for ch in name)
+    return "".join(_shown_char(ch) for ch in text)
 
 
 def _shown_char(ch: str) -> str:
@@ -85,8 +91,9 @@ def connect(path: str, *, create: bool = False) -> store.Connection:
 
 
 def checked_name(name: str, what: str) -> None:
+    """Exit 2 with one line unless `name` is one a user may set (model.check_typed_name)."""
     try:
-        check_name(name, what)
+        check_typed_name(name, what)
     except InvalidMonitor as exc:
         fail(str(exc), 2)
 
@@ -184,14 +191,14 @@ def setting_text(column: str, value: Any) -> str:
     if value is None:
         return "none"
     if column in REDACTED_SETTINGS:
-        return shown_name(str(redact_settings({column: value})[column]))
+        return shown_text(str(redact_settings({column: value})[column]))
     if column in ("aligned", "private", "insecure"):
         return "yes" if value else "no"
     if column.endswith("_sec") or column == "timeout_s":
         return clock.format_duration_s(float(value))
     if column == "max_latency_ms":
         return f"{value}ms"
-    return shown_name(redact_text(str(value)))
+    return shown_text(redact_text(str(value)))
 
 
 # the states of a monitor that no tick probes

@@ -32,7 +32,7 @@ from monitor_tick.core.model import (
     AlertSettings,
     InvalidMonitor,
     check_alert_settings,
-    check_name,
+    check_typed_name,
 )
 
 HEADER = "# monitor-tick configuration: `monitor-tick apply FILE` makes a database match it.\n"
@@ -162,7 +162,7 @@ def wrong_type() -> int:
 
 def checked_name(name: str, what: str, *where: str | int, may_be_number: bool = True) -> None:
     try:
-        check_name(name, what, may_be_number=may_be_number)
+        check_typed_name(name, what, may_be_number=may_be_number)
     except InvalidMonitor as exc:
         raise FileError(str(exc), *where) from None
 
@@ -256,7 +256,7 @@ def desired_monitor(name: str, entry: dict[str, Any]) -> dict[str, Any]:
 def _key_named(message: str, entry: dict[str, Any]) -> list[str]:
     """The key of `entry` that a model's message is about ('timeout must be ...': timeout_s;
     '--grace does not apply ...': grace_sec), as a path suffix; [] when none is named."""
-    for key in entry:
+    for key in sorted(entry, key=len, reverse=True):  # keyword_absent before keyword, which it starts with
         stem = key.removesuffix("_sec").removesuffix("_s").replace("_", " ")
         flag = OPTION_FLAGS.get(key, "\0")
         # 'expected status ...': expect_status, whose flag is --expect

@@ -85,6 +85,8 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
         aligned = parameters.get("aligned")
         private = parameters.get("private")
         group = parameters.get("group")
+        # held to what anyone types: what is given here, not a value stored before the bounds
+        typed = {*given, *(["name"] if parameters.get("name") else []), *(["group_name"] if group else [])}
         try:
             new = probes.new_monitor(
                 name=parameters.get("name") or row["name"],
@@ -92,6 +94,7 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
                 interval_sec=row["interval_sec"] if every is None else interval_s(every),
                 aligned=bool(row["aligned"]) if aligned is None else aligned,
                 given={**kept, **given},
+                typed=typed,
                 private=bool(row["private"]) if private is None else private,
                 group_name=row["group_name"] if group is None else (group or None),
             )

@@ -107,7 +107,7 @@ def add(
     name: Annotated[
         str | None,
         typer.Option(
-            help="A unique name, one line, not all digits (those read as ids). "
+            help="A unique name, one line of at most 200 characters, not all digits (those read as ids). "
             "[default: the URL, its credentials and query values hidden]"
         ),
     ] = None,
@@ -281,7 +281,7 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         typer.echo("no monitors; add one with: monitor-tick add URL")
         return
     names = [shown_name(row["name"]) for row in rows]
-    width = max(24, *map(len, names))  # names whole: two long names never look the same
+    width = max(24, *map(len, names))  # names whole (but one stored over the bound): two never look the same
     typer.echo(f"{'ID':>5}  {'NAME':<{width}} {'EVERY':>6}  {'STATE':<12} {'NEXT':<8} URL")
     for row, name in zip(rows, names, strict=True):
         every = clock.format_duration_s(row["effective_interval_sec"])

@@ -109,7 +109,7 @@ def report(
         typer.echo("no monitors; add one with: monitor-tick add URL")
         return
     names = [shown_name(r["name"]) for r in out]
-    width = max(24, *map(len, names))  # names whole: two long names never look the same
+    width = max(24, *map(len, names))  # names whole (but one stored over the bound): two never look the same
     header = ("ID", "NAME", "STATE", "UPTIME", "CHECKS", "FAILED", "INCIDENTS", "AVG MS", "NOTE")
     typer.echo(f"{{:>5}}  {{:<{width}}} {{:<12}} {{:>8}} {{:>7}} {{:>7}} {{:>9}} {{:>7}}  {{}}".format(*header))
     for r, uptime, name in zip(out, shown, names, strict=True):

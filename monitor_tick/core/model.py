@@ -9,7 +9,7 @@ row raises InvalidMonitor with a short cause.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
@@ -29,6 +29,12 @@ MAX_RETRIES = 3
 # n, but rollups are kept 400 days (store.RETENTION_DEFAULT_MS): past a year a monitor's last
 # check could be pruned before the next one. A year is the longest period that keeps one.
 MAX_INTERVAL_SEC = 365 * 86_400
+# The most anyone types, and so the most add, edit, apply and import take (check_typed): a name
+# read on one line; a keyword, header value, JSON field or basic-auth pair; a request body. Rows
+# stored before these bounds still run; `list` and `report` cut a longer name (cli/common.py).
+MAX_NAME_CHARS = 200
+MAX_TEXT_BYTES = 4 * 1024
+MAX_REQUEST_BODY_BYTES = 64 * 1024
 
 
 class InvalidMonitor(ValueError):
@@ -267,6 +273,50 @@ def check_name(name: str, what: str = "name", *, may_be_number: bool = True) -> 
     # isdecimal, as int() reads it: "٤٢" is 42, but "²" is no number (isdigit says it is)
     if not may_be_number and name.isdecimal():
         raise InvalidMonitor(f"{what} {name!r} is all digits, which reads as a monitor id; choose another")
+
+
+def check_typed_name(name: str, what: str = "name", *, may_be_number: bool = True) -> None:
+    """check_name, and what a name being written must also meet (one stored before still runs):
+    at most MAX_NAME_CHARS characters. Raises InvalidMonitor."""
+    check_name(name, what, may_be_number=may_be_number)
+    if len(name) > MAX_NAME_CHARS:
+        raise InvalidMonitor(f"{what} is {len(name):,} characters long; at most {MAX_NAME_CHARS}")
+
+
+# the settings check_typed bounds, and the most bytes each may hold
+_TYPED_BYTES = {
+    "keyword": MAX_TEXT_BYTES,
+    "keyword_absent": MAX_TEXT_BYTES,
+    "json_field": MAX_TEXT_BYTES,
+    "basic_auth": MAX_TEXT_BYTES,
+    "headers": MAX_TEXT_BYTES,  # each value
+    "body": MAX_REQUEST_BODY_BYTES,
+}
+TYPED_SETTINGS = ("name", "group_name", *_TYPED_BYTES)
+
+
+def check_typed(monitor: Monitor, settings: Iterable[str] = TYPED_SETTINGS) -> None:
+    """Hold the `settings` of `monitor` that a user typed (add, edit, apply, import) to what
+    anyone types: its name and group to check_typed_name, a keyword, header value, JSON field or
+    basic-auth pair to MAX_TEXT_BYTES of UTF-8, a body to MAX_REQUEST_BODY_BYTES. Raises
+    InvalidMonitor naming the option."""
+    for setting in settings:
+        value = getattr(monitor, setting)
+        if setting in ("name", "group_name"):
+            if value is not None:
+                check_typed_name(value, "name" if setting == "name" else "group", may_be_number=setting != "name")
+        elif setting == "headers" and isinstance(value, str):
+            for line in value.split("\n"):
+                name, _, text = line.partition(":")
+                _check_bytes(f"--header {name.strip()}: its value", text.strip(), _TYPED_BYTES[setting])
+        elif setting in _TYPED_BYTES and isinstance(value, str):
+            _check_bytes(OPTION_FLAGS[setting], value, _TYPED_BYTES[setting])
+
+
+def _check_bytes(what: str, text: str, limit: int) -> None:
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > limit:
+        raise InvalidMonitor(f"{what} is {size:,} bytes long; at most {limit // 1024} KiB")
 
 
 def check_text(value: object, what: str) -> None:

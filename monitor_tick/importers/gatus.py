@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_name
+from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_typed_name
 from monitor_tick.core.redact import ENV_REFERENCE
 from monitor_tick.importers import channels
 from monitor_tick.importers.plan import (
@@ -261,7 +261,7 @@ def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, 
     group = e.get("group")
     if group:
         try:
-            check_name(str(group), "group")
+            check_typed_name(str(group), "group")
             planned.group = str(group)
         except InvalidMonitor as exc:
             notes.append(f"group not carried over: {exc}")

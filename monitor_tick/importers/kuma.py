@@ -30,7 +30,7 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from monitor_tick.core.clock import format_duration_s
-from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_name, parse_expect
+from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_typed_name, parse_expect
 from monitor_tick.importers import channels
 from monitor_tick.importers.plan import (
     ImportProblem,
@@ -150,7 +150,7 @@ def plan_of(
 
 def _group(planned: Planned, name: str) -> None:
     try:
-        check_name(name, "group")
+        check_typed_name(name, "group")
     except InvalidMonitor as exc:
         planned.notes.append(f"group not carried over: {exc}")
         return

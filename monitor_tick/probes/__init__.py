@@ -26,21 +26,24 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
 from urllib.parse import urlsplit
 
 from monitor_tick.core.model import (
     COMMON_SETTINGS,
+    MAX_NAME_CHARS,
     MAX_TIMEOUT_S,
     OPTION_FLAGS,
     OPTIONS,
     STORED_MAX_TIMEOUT_S,
+    TYPED_SETTINGS,
     InvalidMonitor,
     Monitor,
     check_common,
     check_name,
+    check_typed,
     line_breaker,
 )
 from monitor_tick.core.redact import ENV_REFERENCE, redact_url
@@ -95,11 +98,15 @@ def check_monitor(monitor: Monitor) -> Kind:
     return kind
 
 
-def new_monitor(*, url: str, given: Mapping[str, Any], **settings: Any) -> Monitor:
+def new_monitor(
+    *, url: str, given: Mapping[str, Any], typed: Iterable[str] = TYPED_SETTINGS, **settings: Any
+) -> Monitor:
     """A monitor as `add` creates it: its kind's defaults, then the options the user gave;
     `settings` are draft_monitor's others (name, interval_sec, aligned, private, group_name).
-    Raises InvalidMonitor (an option given for a kind it does not apply to included, and a name
-    or URL that would break a one-line output)."""
+    `typed`: the settings held to what anyone types (model.check_typed); `edit` names those it
+    changes, so a value stored before the bounds stays. Raises InvalidMonitor (an option given
+    for a kind it does not apply to included, and a name or URL that would break a one-line
+    output)."""
     problem = line_breaker(url)
     if problem:  # checked here, not on stored rows: it would become the default name
         raise InvalidMonitor(f"url contains {problem}")
@@ -110,6 +117,7 @@ def new_monitor(*, url: str, given: Mapping[str, Any], **settings: Any) -> Monit
     monitor = draft_monitor(url=url, given=given, **settings)
     check_name(monitor.name, may_be_number=False)
     check_monitor(monitor)
+    check_typed(monitor, typed)
     return monitor
 
 
@@ -127,7 +135,7 @@ def draft_monitor(
     kind = PROBES[kind_of_url(url)]
     return Monitor(
         id=0,
-        name=redact_url(url) if name is None else name,  # a default name is shown everywhere: no secrets in it
+        name=_default_name(url) if name is None else name,
         kind=kind.name,
         url=url,
         interval_sec=interval_sec,
@@ -137,6 +145,12 @@ def draft_monitor(
         group_name=group_name,
         **{**kind.defaults, **given},
     )
+
+
+def _default_name(url: str) -> str:
+    """The URL as a name: shown everywhere, so without secrets, and cut to a name's length."""
+    name = redact_url(url)
+    return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
 
 def monitor_from_row(row: Mapping[str, Any]) -> Monitor:

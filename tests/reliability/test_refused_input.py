@@ -3,6 +3,7 @@ cannot honour, and database paths that are not files. One line, exit 2, nothing 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import subprocess
 import sys
@@ -16,9 +17,11 @@ from typer.testing import CliRunner
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
 from monitor_tick.publish import statuspage
-from tests.conftest import add
+from tests.conftest import add, rollup
+from tests.servers import LocalServer
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
+MINUTE = 29_934_720  # 2026-12-01T00:00Z
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,66 @@ def test_list_and_report_show_long_names_whole(db_path: str) -> None:
     for command in ("list", "report"):
         out = run(command, "--db", db_path).stdout
         assert [line.split()[1] for line in out.splitlines() if line.split()[0].isdigit()] == names, out
+
+
+KIB = 1024
+
+
+@pytest.mark.parametrize(
+    ("option", "fragment"),
+    [
+        (["--name", "n" * 201], "name is 201 characters long; at most 200"),
+        (["--group", "g" * 201], "group is 201 characters long; at most 200"),
+        (["--keyword", "k" * (4 * KIB + 1)], "--keyword is 4,097 bytes long; at most 4 KiB"),
+        (["--keyword", "é" * (2 * KIB + 1)], "--keyword is 4,098 bytes long; at most 4 KiB"),  # UTF-8 bytes
+        (["--keyword-absent", "k" * (4 * KIB + 1)], "--keyword-absent is 4,097 bytes long; at most 4 KiB"),
+        (["--json-field", "a=" + "v" * (4 * KIB)], "--json-field is 4,098 bytes long; at most 4 KiB"),
+        (["--header", "X-A: " + "v" * (4 * KIB + 1)], "--header X-A: its value is 4,097 bytes long; at most 4 KiB"),
+        (["--basic-auth", "u:" + "p" * (4 * KIB)], "--basic-auth is 4,098 bytes long; at most 4 KiB"),
+        (["--method", "POST", "--body", "b" * (64 * KIB + 1)], "--body is 65,537 bytes long; at most 64 KiB"),
+    ],
+    ids=["name", "group", "keyword", "keyword-utf-8", "keyword-absent", "json-field", "header", "basic-auth", "body"],
+)
+def test_add_and_edit_refuse_what_no_one_types_in_one_line(db_path: str, option: list[str], fragment: str) -> None:
+    assert_refused(run("add", "http://127.0.0.1:9/", *option, "--db", db_path), fragment)
+    assert monitor_names(db_path) == []
+    assert run("add", "http://127.0.0.1:9/", "--name", "api", "--db", db_path).returncode == 0
+    assert_refused(run("edit", "api", *option, "--db", db_path), fragment)
+
+
+def test_what_fits_the_bounds_is_accepted(db_path: str) -> None:
+    fits = [
+        "--name", "n" * 200, "--group", "g" * 200, "--keyword", "é" * (2 * KIB), "--json-field", "a=" + "v" * 4094,
+        "--header", "X-A: " + "v" * (4 * KIB), "--method", "POST", "--body", "b" * (64 * KIB),
+    ]  # fmt: skip
+    assert run("add", "http://127.0.0.1:9/", *fits, "--db", db_path).returncode == 0
+    # a long URL is no typed name: the default name, the URL, is cut to a name's length
+    long_url = "http://127.0.0.1:9/" + "p" * 300
+    assert run("add", long_url, "--db", db_path).returncode == 0
+    assert monitor_names(db_path) == ["n" * 200, long_url[:199] + "…"]
+
+
+def test_rows_stored_over_the_bounds_still_run_and_list_and_report_cut_their_names(
+    conn: sqlite3.Connection, db_path: str, tmp_path: Path, local_server: LocalServer
+) -> None:
+    """An older version took names, keywords and bodies of any length: such a row keeps being
+    probed, and every command that shows it ends (redacting them once took quadratic time)."""
+    name, keyword = "n" * 100_000, "k" * (1024 * KIB)
+    monitor = add(conn, local_server.url("/ok"), name="placeholder", keyword="ok")
+    conn.execute("UPDATE monitors SET name = ?, keyword = ? WHERE id = ?", (name, keyword, monitor))
+    ticked = run_command("--minute", str(MINUTE), "--db", db_path, cwd=tmp_path)
+    assert ticked == Outcome(0, "", "")
+    assert rollup(conn, monitor) == (1, 1)  # probed: the page has no such keyword
+    listed = run_command("list", "--db", db_path, cwd=tmp_path)
+    assert listed.returncode == 0 and f" {'n' * 200}… " in listed.stdout and "n" * 201 not in listed.stdout
+    reported = run_command("report", "--db", db_path, cwd=tmp_path)
+    assert reported.returncode == 0 and f" {'n' * 200}… " in reported.stdout
+    assert json.loads(run_command("list", "--json", "--db", db_path, cwd=tmp_path).stdout)[0]["name"] == name
+    shown = run_command("show", str(monitor), "--db", db_path, cwd=tmp_path)
+    assert shown.returncode == 0 and f"--keyword {keyword}" in shown.stdout
+    exported = run_command("export", "--db", db_path, cwd=tmp_path)
+    assert exported.returncode == 0 and f'keyword = "{keyword}"' in exported.stdout
+    assert run_command("status-page", "--out", "site", "--db", db_path, cwd=tmp_path).returncode == 0
 
 
 def test_a_stored_control_character_still_gives_a_well_formed_badge(
