@@ -1,4 +1,4 @@
--- monitor-tick schema, version 13 (PRAGMA user_version = 13; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 14 (PRAGMA user_version = 14; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -15,6 +15,8 @@
 --   * Only results are written per check: one rollup upsert, plus an incident row change while
 --     a monitor is down or recovering (see "Alerts" at the end). A healthy monitor with no open
 --     incident costs the rollup upsert and nothing else.
+--   * Names (of plans, owners, monitors and groups) are in Unicode NFC: every command writes and
+--     looks them up so, and UNIQUE then holds for names that print the same (step 14).
 
 CREATE TABLE plans (
     id               INTEGER PRIMARY KEY,

@@ -322,6 +322,14 @@ def test_a_bad_file_is_one_line_naming_its_line_and_nothing_is_applied(tmp_path:
         f"[plans.{'p' * 201}]\nmin_interval_sec = 60\n": (
             f":1: plans.{'p' * 201}: plan name is 201 characters long; at most 200"
         ),
+        '[monitors."api "]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\n': (
+            ":1: monitors.api : monitor name 'api ' starts or ends with white space"
+        ),
+        # one name in two Unicode forms (é, then e and a combining accent): they print the same
+        '[monitors."caf\u00e9"]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\n\n'
+        '[monitors."cafe\u0301"]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\n': (
+            ":5: monitors.cafe\u0301: monitor name 'cafe\u0301' is in the file twice, in two Unicode forms"
+        ),
     }
     file = tmp_path / "bad.toml"
     for text, error in cases.items():
@@ -385,6 +393,25 @@ def test_a_value_of_the_wrong_type_says_what_its_key_needs_on_the_keys_line(tmp_
     assert ok(db, "export").endswith(
         '\n[monitors.api]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\nprivate = true\nexpect_status = "200"\n'
     )
+
+
+def test_names_in_the_file_are_taken_in_nfc_as_the_commands_take_them(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    nfc, nfd = "caf\u00e9", "cafe\u0301"  # é as one code point; e and a combining accent
+    ok(db, "owner", "add", nfc)
+    file = tmp_path / "m.toml"
+    file.write_text(
+        f'[owners."{nfd}"]\nplan = "default"\n\n'
+        f'[monitors."{nfd}"]\nurl = "http://127.0.0.1:9/"\ninterval_sec = 60\nowner = "{nfd}"\n'
+        f'group_name = "{nfd}"\n\n'
+        f'[[maintenance]]\nmonitor = "{nfd}"\ndaily = "02:00"\nfor = "30m"\n',
+        encoding="utf-8",
+    )
+    assert ok(db, "apply", str(file)).splitlines()[-1] == "2 to add, 0 to change, 0 to remove"
+    assert ok(db, "apply", str(file)) == "no changes\n"
+    listed = json.loads(ok(db, "list", "--json"))
+    assert [(m["name"], m["owner"], m["group_name"]) for m in listed] == [(nfc, nfc, nfc)]
+    assert f'[monitors."{nfc}"]' in ok(db, "export")
 
 
 def test_request_options_round_trip_and_references_stay_references(tmp_path: Path) -> None:

@@ -234,20 +234,35 @@ def test_duplicate_and_refused_names_are_renamed_the_same_way_every_time(tmp_pat
               - name: "api (2)"
                 url: https://d.example.org
                 conditions: ["[STATUS] == 200"]
+              - name: "caf\\u00e9"
+                url: https://e.example.org
+                conditions: ["[STATUS] == 200"]
+              - name: "cafe\\u0301"
+                url: https://f.example.org
+                conditions: ["[STATUS] == 200"]
+              - name: " spaced "
+                url: https://g.example.org
+                conditions: ["[STATUS] == 200"]
             """
         )
     )
+    reports = []
     for _ in range(2):
         done = run("import", "gatus", str(path), "--db", db_path)
         assert done.returncode == 0, done.stderr
+        reports.append(done.stdout)
     rows = monitors(db_path)
     assert {name: row["url"] for name, row in rows.items()} == {
         "api": "https://a.example.org",
         "api (3)": "https://b.example.org",  # 'api (2)' is another endpoint's own name
         "monitor 2024": "https://c.example.org",
         "api (2)": "https://d.example.org",
+        "caf\u00e9": "https://e.example.org",
+        "caf\u00e9 (2)": "https://f.example.org",  # the same name, as e and a combining accent
+        "spaced": "https://g.example.org",
     }
-    assert "0 added, 4 already there" in done.stdout
+    assert "            - renamed from ' spaced ': it had white space at either end\n" in reports[0]
+    assert "0 added, 7 already there" in reports[1]
 
 
 def test_to_file_keeps_harmless_headers_and_json_bodies_and_makes_placeholders_of_the_rest(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import typer
 from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
 from monitor_tick.core import clock
-from monitor_tick.core.model import MAX_NAME_CHARS, InvalidMonitor, check_typed_name, expiry_text
+from monitor_tick.core.model import MAX_NAME_CHARS, InvalidMonitor, check_typed_name, expiry_text, joins_emoji
 from monitor_tick.core.redact import ENV_REFERENCE, REDACTED_SETTINGS, redact_settings, redact_text
 
 # No envvar here: $MONITOR_TICK_DB is read by the root's --db (the tick's option), so that an
@@ -52,16 +52,18 @@ def shown_name(name: str) -> str:
 
 
 def shown_text(text: str) -> str:
-    """Text for one line of output, with anything unprintable (a row stored before names were
-    checked) escaped as Python does (\\u200b, \\x1b) and a backslash doubled, so that two names
-    never look the same."""
-    return "".join(_shown_char(ch) for ch in text)
+    """Text for one line of output: what the name rules accept as it is (a joiner inside an emoji,
+    👩‍💻, too), anything else that cannot be printed (a row stored before names were checked:
+    control characters, bidi overrides, zero-width spaces) escaped as Python does (\\u200b,
+    \\x1b) and a backslash doubled, so that two names never look the same."""
+    return "".join(_shown_char(text, i) for i in range(len(text)))
 
 
-def _shown_char(ch: str) -> str:
+def _shown_char(text: str, i: int) -> str:
+    ch = text[i]
     if ch == "\\":
         return "\\\\"
-    if ch.isprintable():
+    if ch.isprintable() or joins_emoji(text, i):
         return ch
     return ch.encode("unicode_escape").decode("ascii")
 

@@ -33,6 +33,7 @@ from monitor_tick.core.model import (
     InvalidMonitor,
     check_alert_settings,
     check_typed_name,
+    normal_name,
 )
 
 HEADER = "# monitor-tick configuration: `monitor-tick apply FILE` makes a database match it.\n"
@@ -167,6 +168,32 @@ def checked_name(name: str, what: str, *where: str | int, may_be_number: bool = 
         raise FileError(str(exc), *where) from None
 
 
+# the keys whose value names a plan, an owner or a monitor, by section
+_NAMING_KEYS = {"owners": ("plan",), "monitors": ("owner",), "maintenance": ("monitor", "owner")}
+_NAMING_KEYS["channels"] = _NAMING_KEYS["maintenance"]
+
+
+def _normal_names(data: dict[str, Any]) -> None:
+    """The file's names in NFC, as the commands store and look them up (model.normal_name): the
+    keys of [plans], [owners] and [monitors], and the values that name one. Raises FileError
+    when one name is there twice, in two Unicode forms that print the same."""
+    for section in ("plans", "owners", "monitors"):
+        named: dict[str, Any] = {}
+        for name, entry in table(data, section).items():
+            if normal_name(name) in named:
+                what = f"{section.removesuffix('s')} name {name!r}"
+                raise FileError(f"{what} is in the file twice, in two Unicode forms", section, name)
+            named[normal_name(name)] = entry
+        if section in data:
+            data[section] = named
+    for section, keys in _NAMING_KEYS.items():
+        entries = table(data, section).values() if section in ("owners", "monitors") else array(data, section)
+        for entry in entries:
+            for key in keys:
+                if isinstance(entry.get(key), str):
+                    entry[key] = normal_name(entry[key])
+
+
 def read_file(text: str) -> tuple[dict[str, Any], dict[tuple[str | int, ...], str]]:
     """The parsed file, its `${VAR}` references resolved, and the references by path. Raises
     FileError (with a path) or tomllib.TOMLDecodeError (its message names the line)."""
@@ -174,6 +201,7 @@ def read_file(text: str) -> tuple[dict[str, Any], dict[tuple[str | int, ...], st
     for section in data:
         if section not in ("settings", "plans", "owners", "monitors", "maintenance", "channels"):
             raise FileError(f"unknown section [{section}]", section)
+    _normal_names(data)
     templates: dict[tuple[str | int, ...], str] = {}
     settings = data.get("settings", {})
     if not isinstance(settings, dict):

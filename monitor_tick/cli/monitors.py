@@ -107,8 +107,8 @@ def add(
     name: Annotated[
         str | None,
         typer.Option(
-            help="A unique name, one line of at most 200 characters, not all digits (those read as ids). "
-            "[default: the URL, its credentials and query values hidden]"
+            help="A unique name, one line of at most 200 characters, no space at either end, not all digits "
+            "(those read as ids). [default: the URL, its credentials and query values hidden]"
         ),
     ] = None,
     every: Annotated[

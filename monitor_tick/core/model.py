@@ -246,14 +246,14 @@ def invisible(text: str) -> str | None:
     that differ only by one would look the same in every table, page and badge."""
     for i, ch in enumerate(text):
         category = unicodedata.category(ch)
-        if category == "Cf" and not _joins_emoji(text, i):
+        if category == "Cf" and not joins_emoji(text, i):
             return f"an invisible format character (U+{ord(ch):04X})"
         if category in ("Co", "Cn"):
             return f"a private-use or unassigned character (U+{ord(ch):04X})"
     return None
 
 
-def _joins_emoji(text: str, i: int) -> bool:
+def joins_emoji(text: str, i: int) -> bool:
     """A zero-width joiner between two symbols (a variation selector or modifier may follow the
     first): it draws one emoji out of two."""
     if text[i] != "\u200d" or i == 0 or i + 1 == len(text):
@@ -275,10 +275,20 @@ def check_name(name: str, what: str = "name", *, may_be_number: bool = True) -> 
         raise InvalidMonitor(f"{what} {name!r} is all digits, which reads as a monitor id; choose another")
 
 
+def normal_name(name: str) -> str:
+    """`name` as names are stored and compared: in Unicode NFC, so that 'café' typed with é as one
+    character or as e and a combining accent (which print the same) is one name."""
+    return unicodedata.normalize("NFC", name)
+
+
 def check_typed_name(name: str, what: str = "name", *, may_be_number: bool = True) -> None:
     """check_name, and what a name being written must also meet (one stored before still runs):
-    at most MAX_NAME_CHARS characters. Raises InvalidMonitor."""
+    no white space at either end, and at most MAX_NAME_CHARS characters. A name is a key (`pause
+    NAME`, a file's [monitors.NAME], a maintenance window's monitor), so a stray space is refused,
+    not trimmed out of sight. Raises InvalidMonitor."""
     check_name(name, what, may_be_number=may_be_number)
+    if name != name.strip():
+        raise InvalidMonitor(f"{what} {name!r} starts or ends with white space")
     if len(name) > MAX_NAME_CHARS:
         raise InvalidMonitor(f"{what} is {len(name):,} characters long; at most {MAX_NAME_CHARS}")
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from monitor_tick.core.clock import format_duration_s
-from monitor_tick.core.model import MAX_INTERVAL_SEC, MAX_TIMEOUT_S, AlertSettings, line_breaker
+from monitor_tick.core.model import MAX_INTERVAL_SEC, MAX_TIMEOUT_S, AlertSettings, line_breaker, normal_name
 
 
 class ImportProblem(Exception):
@@ -81,13 +81,15 @@ def _usable(raw: str | None, fallback: str) -> tuple[str, str | None]:
     """(a name the name rules take, why it differs from `raw`)."""
     if raw is None or not str(raw).strip():
         return fallback, "it had no name"
-    name = str(raw)
+    name = normal_name(str(raw))  # as names are stored: one that prints the same is the same
     reason = None
     if line_breaker(name):
         reason = f"it held {line_breaker(name)}"
         name = " ".join("".join(" " if line_breaker(ch) else ch for ch in name).split())
         if not name:
             return fallback, reason
+    if name != name.strip():
+        name, reason = name.strip(), reason or "it had white space at either end"
     if name.isdigit():
         return f"monitor {name}", "an all-digit name reads as a monitor id"
     return name, reason

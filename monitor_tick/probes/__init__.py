@@ -45,6 +45,7 @@ from monitor_tick.core.model import (
     check_name,
     check_typed,
     line_breaker,
+    normal_name,
 )
 from monitor_tick.core.redact import ENV_REFERENCE, redact_url
 from monitor_tick.probes import dns, heartbeat, http, icmp, request, tcp, tls
@@ -131,25 +132,26 @@ def draft_monitor(
     private: bool = False,
     group_name: str | None = None,
 ) -> Monitor:
-    """The unchecked monitor for a URL of a known kind: its kind's defaults, then `given`."""
+    """The unchecked monitor for a URL of a known kind: its kind's defaults, then `given`; its
+    name and group in NFC (model.normal_name)."""
     kind = PROBES[kind_of_url(url)]
     return Monitor(
         id=0,
-        name=_default_name(url) if name is None else name,
+        name=_default_name(url) if name is None else normal_name(name),
         kind=kind.name,
         url=url,
         interval_sec=interval_sec,
         effective_interval_sec=interval_sec,
         aligned=aligned,
         private=private,
-        group_name=group_name,
+        group_name=group_name if not isinstance(group_name, str) else normal_name(group_name),
         **{**kind.defaults, **given},
     )
 
 
 def _default_name(url: str) -> str:
     """The URL as a name: shown everywhere, so without secrets, and cut to a name's length."""
-    name = redact_url(url)
+    name = normal_name(redact_url(url))
     return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
 

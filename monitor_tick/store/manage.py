@@ -1,6 +1,7 @@
 """Management: plans, owners, monitors and maintenance windows as the commands add, find,
 edit, pause, remove and list them. Ids are never given twice (db.insert_row): a removed
-monitor's badge URL and metrics series never pass to another monitor."""
+monitor's badge URL and metrics series never pass to another monitor. Names are stored and
+looked up in NFC (model.normal_name): 'café' typed either way is one name."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core import clock, schedule
-from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor
+from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor, normal_name
 from monitor_tick.store.db import (
     IN_MAINTENANCE,
     IN_SCHEDULED_WINDOW,
@@ -28,14 +29,14 @@ if TYPE_CHECKING:
 
 
 def plan_id(conn: Connection, name: str) -> int:
-    found = one(conn, "SELECT id FROM plans WHERE name = ?", (name,))
+    found = one(conn, "SELECT id FROM plans WHERE name = ?", (normal_name(name),))
     if found is None:
         raise StoreError(f"no plan named {name!r}")
     return int(found)
 
 
 def owner_id(conn: Connection, name: str) -> int:
-    found = one(conn, "SELECT id FROM owners WHERE name = ?", (name,))
+    found = one(conn, "SELECT id FROM owners WHERE name = ?", (normal_name(name),))
     if found is None:
         raise StoreError(f"no owner named {name!r}")
     return int(found)
@@ -47,13 +48,14 @@ def monitor_id(conn: Connection, ref: str) -> int:
     if ref.isdecimal():  # what int() reads as a number (not "²"), as check_name's all-digit rule
         found = one(conn, "SELECT id FROM monitors WHERE id = ?", (int(ref),))
     if found is None:
-        found = one(conn, "SELECT id FROM monitors WHERE name = ?", (ref,))
+        found = one(conn, "SELECT id FROM monitors WHERE name = ?", (normal_name(ref),))
     if found is None:
         raise StoreError(f"no monitor {ref!r}")
     return int(found)
 
 
 def add_plan(conn: Connection, name: str, min_interval_sec: int) -> int:
+    name = normal_name(name)
     with write_tx(conn):
         if one(conn, "SELECT id FROM plans WHERE name = ?", (name,)) is not None:
             raise StoreError(f"a plan named {name!r} exists")
@@ -61,6 +63,7 @@ def add_plan(conn: Connection, name: str, min_interval_sec: int) -> int:
 
 
 def add_owner(conn: Connection, name: str, plan_name: str, plan_expires_at_ms: int | None) -> int:
+    name = normal_name(name)
     with write_tx(conn):
         if one(conn, "SELECT id FROM owners WHERE name = ?", (name,)) is not None:
             raise StoreError(f"an owner named {name!r} exists")

@@ -302,6 +302,7 @@ def _ensure_schema(conn: Connection, url: str, *, create: bool, migrate: bool) -
     if _version(conn) == SCHEMA_VERSION:
         return
     conn.begin_write()  # DDL is transactional here: a failed upgrade leaves the database as it was
+    said: list[str] = []  # what the upgrade's steps say, once it has committed
     try:
         version = _version(conn)  # another process may have created or upgraded it meanwhile
         if version is None:
@@ -312,23 +313,32 @@ def _ensure_schema(conn: Connection, url: str, *, create: bool, migrate: bool) -
             conn.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
         elif version != SCHEMA_VERSION:
             _check_version(version, url, migrate=migrate)
-            _migrate(conn, url, version)
+            said = _migrate(conn, url, version)
         conn.execute("COMMIT")
     except BaseException:
         conn.rollback_quietly()
         raise
+    if said:
+        from monitor_tick.store import migrations  # only after an upgrade
+
+        migrations.announce(said)
 
 
-def _migrate(conn: Connection, url: str, version: int) -> None:
-    """Every PostgreSQL step above `version`, in order, inside the caller's transaction."""
+def _migrate(conn: Connection, url: str, version: int) -> list[str]:
+    """Every PostgreSQL step above `version`, in order, inside the caller's transaction; returns
+    the lines the steps say, for the caller to say once the upgrade has committed."""
     from monitor_tick.store import migrations  # only when upgrading
 
+    lines: list[str] = []
     for step in migrations.steps_after(version, engine="postgresql"):
         try:
+            if step.upgrade is not None:
+                lines += step.upgrade(conn)
             _run_script(conn, step.sql)
         except EngineError as exc:
             raise StoreError(f"cannot upgrade database {shown(url)} to schema version {step.version}: {exc}") from None
     conn.execute("UPDATE schema_version SET version = ?", (SCHEMA_VERSION,))
+    return lines
 
 
 def _run_script(conn: Connection, script: str) -> None:

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from monitor_tick.store.db import OlderSchemaError, StoreError, script_statements
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 14
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 
@@ -323,6 +323,7 @@ def _ensure_schema(conn: Connection, path: str, *, migrate: bool) -> None:
     # transaction; foreign_key_check below stands in for them before the upgrade commits
     conn.execute("PRAGMA foreign_keys = OFF")
     conn.execute("BEGIN IMMEDIATE")
+    said: list[str] = []  # what the upgrade's steps say, once it has committed
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         if version == SCHEMA_VERSION:  # another process initialised or upgraded it while we waited
@@ -333,7 +334,7 @@ def _ensure_schema(conn: Connection, path: str, *, migrate: bool) -> None:
             for statement in _statements(schema_sql()):
                 conn.execute(statement)
         else:
-            _migrate(conn, path, version)
+            said = _migrate(conn, path, version)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except BaseException:
@@ -342,16 +343,24 @@ def _ensure_schema(conn: Connection, path: str, *, migrate: bool) -> None:
     finally:
         conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA journal_mode = WAL")
+    if said:
+        from monitor_tick.store import migrations  # only after an upgrade
+
+        migrations.announce(said)
 
 
-def _migrate(conn: Connection, path: str, version: int) -> None:
+def _migrate(conn: Connection, path: str, version: int) -> list[str]:
     """Upgrade a database at schema `version` to SCHEMA_VERSION inside the caller's transaction:
     every step of migrations/ above `version`, in order. A failed step raises, and the caller
-    rolls all of them back: the file stays at `version`, unchanged."""
+    rolls all of them back: the file stays at `version`, unchanged. Returns the lines the steps
+    say, for the caller to say once the upgrade has committed (migrations.announce)."""
     from monitor_tick.store import migrations  # only when upgrading: an idle tick never reads them
 
+    lines: list[str] = []
     for migration in migrations.steps_after(version):
         try:
+            if migration.upgrade is not None:
+                lines += migration.upgrade(conn)
             for statement in _statements(migration.sql):
                 conn.execute(statement)
         except sqlite3.Error as exc:
@@ -359,6 +368,7 @@ def _migrate(conn: Connection, path: str, version: int) -> None:
     broken = conn.execute("PRAGMA foreign_key_check").fetchall()
     if broken:
         raise StoreError(f"cannot upgrade database {path}: {len(broken)} rows would break foreign keys")
+    return lines
 
 
 def _statements(script: str) -> Iterator[str]:

@@ -6,6 +6,7 @@ PostgreSQL, change nothing."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -21,6 +22,7 @@ from monitor_tick import store
 from monitor_tick.core.redact import redact_url
 from monitor_tick.store import migrations
 from tests.commands import clock_at
+from tests.conftest import add
 from tests.postgres import Server
 
 MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
@@ -280,3 +282,51 @@ def test_the_upgrade_seeds_the_id_high_water_mark_so_a_removed_monitors_id_is_ne
     held = {table: conn.execute(f"SELECT max(id) FROM {table}").fetchone()[0] for table in tables}
     conn.close()
     assert marks == {"monitors": newest[0] + 1, **{table: held[table] for table in tables if held[table] is not None}}
+
+
+NFC, NFD = "caf\u00e9", "cafe\u0301"  # é as one code point; e and a combining accent: printed the same
+
+
+def test_step_14_puts_names_in_nfc_and_renames_those_that_then_collide_saying_so(any_db: str) -> None:
+    """On both engines: names an older version stored as typed, 'café' in two Unicode forms."""
+    conn = store.open_db(any_db)
+    ids = [add(conn, f"http://127.0.0.1:9/{n}", name=f"m{n}") for n in range(5)]
+    store.add_owner(conn, "o1", "default", None)
+    store.add_owner(conn, "o2", "default", None)
+    stored = {ids[0]: NFC, ids[1]: NFD, ids[2]: f"{NFC} (2)", ids[3]: f"cr{NFD}me", ids[4]: NFD.upper()}
+    for monitor, name in stored.items():
+        conn.execute("UPDATE monitors SET name = ?, group_name = ? WHERE id = ?", (name, f"{NFD} group", monitor))
+    conn.execute("UPDATE owners SET name = ? WHERE name = 'o1'", (NFD,))
+    conn.execute("UPDATE owners SET name = ? WHERE name = 'o2'", (NFC,))
+    older = store.SCHEMA_VERSION - 1
+    if conn.engine == "sqlite":
+        conn.execute(f"PRAGMA user_version = {older}")
+    else:
+        conn.execute("UPDATE schema_version SET version = ?", (older,))
+    conn.close()
+
+    done = cli(any_db, "pause", str(ids[0]))  # the first command that writes upgrades it
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == (
+        f"monitor-tick: upgrade: owner 1 renamed {NFD!r} -> {NFC + ' (2)'!r}: owner 2 has the same name "
+        "in another Unicode form\n"
+        f"monitor-tick: upgrade: monitor {ids[1]} renamed {NFD!r} -> {NFC + ' (3)'!r}: monitor {ids[0]} has the "
+        "same name in another Unicode form\n"
+    )
+    conn = store.open_db(any_db)
+    try:
+        names = dict(conn.execute("SELECT id, name FROM monitors").fetchall())
+        groups = {group for (group,) in conn.execute("SELECT DISTINCT group_name FROM monitors")}
+        owners = sorted(name for (name,) in conn.execute("SELECT name FROM owners"))
+    finally:
+        conn.close()
+    assert names == {
+        ids[0]: NFC,
+        ids[1]: f"{NFC} (3)",  # 'café (2)' was another monitor's name already
+        ids[2]: f"{NFC} (2)",
+        ids[3]: f"cr{NFC}me",  # in NFC, and no other monitor's: not renamed, as it prints the same
+        ids[4]: NFC.upper(),
+    }
+    assert groups == {f"{NFC} group"}
+    assert owners == [NFC, f"{NFC} (2)"]
+    assert json.loads(cli(any_db, "list", "--json").stdout)[1]["name"] == f"{NFC} (3)"

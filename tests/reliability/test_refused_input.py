@@ -96,12 +96,16 @@ def test_plan_and_owner_names_are_refused_alike(db_path: str, command: list[str]
         assert_refused(run(*args, "--db", db_path), fragment)
 
 
-def test_good_names_are_kept_as_given(db_path: str) -> None:
+def test_good_names_are_kept_as_given_and_shown_as_given(db_path: str) -> None:
     names = ["api", "Café ☕ status", "build 42", "42b", "👩‍💻 team", "👨‍❤️‍👨", "x²"]
     for name in names:
         result = run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path)
         assert result.returncode == 0, result.stderr
     assert monitor_names(db_path) == names
+    for command in ("list", "report"):
+        out = run(command, "--db", db_path).stdout
+        assert [name for name in names if name not in out] == [], out  # the emojis' joiners too
+        assert "\\u200d" not in out
 
 
 def test_a_superscript_digit_is_a_name_not_an_id(db_path: str) -> None:
@@ -112,13 +116,13 @@ def test_a_superscript_digit_is_a_name_not_an_id(db_path: str) -> None:
 
 
 def test_names_stored_before_the_rules_are_shown_distinctly(conn: sqlite3.Connection, db_path: str) -> None:
-    stored = ["a\u200bb", "a\u202eb", "a?b", "a\\u200bb", "a\x1bb"]
+    stored = ["a\u200bb", "a\u202eb", "a?b", "a\\u200bb", "a\x1bb", "a\u200db"]
     for name in stored:
         monitor = add(conn, "http://127.0.0.1:9/", name="placeholder")
         conn.execute("UPDATE monitors SET name = ? WHERE id = ?", (name, monitor))  # as an older version let it
     out = run("list", "--db", db_path).stdout
     shown = [line.split()[1] for line in out.splitlines() if line.split()[0].isdigit()]
-    assert shown == ["a\\u200bb", "a\\u202eb", "a?b", "a\\\\u200bb", "a\\x1bb"]
+    assert shown == ["a\\u200bb", "a\\u202eb", "a?b", "a\\\\u200bb", "a\\x1bb", "a\\u200db"]
 
 
 def test_list_and_report_show_long_names_whole(db_path: str) -> None:
@@ -128,6 +132,48 @@ def test_list_and_report_show_long_names_whole(db_path: str) -> None:
     for command in ("list", "report"):
         out = run(command, "--db", db_path).stdout
         assert [line.split()[1] for line in out.splitlines() if line.split()[0].isdigit()] == names, out
+
+
+CAFE_NFC = "caf\u00e9"  # é as one code point
+CAFE_NFD = "cafe\u0301"  # e, then a combining acute accent: printed the same
+
+
+def test_names_are_stored_in_nfc_and_compared_so(db_path: str) -> None:
+    assert run("add", "http://127.0.0.1:9/", "--name", CAFE_NFD, "--db", db_path).returncode == 0
+    assert monitor_names(db_path) == [CAFE_NFC]
+    assert run("add", "http://127.0.0.1:9/b", "--name", CAFE_NFC, "--db", db_path) == Outcome(
+        1, "", f"monitor-tick: a monitor named {CAFE_NFC!r} exists; choose another with --name\n"
+    )
+    for ref in (CAFE_NFC, CAFE_NFD):
+        assert run("pause", ref, "--db", db_path).returncode == 0, ref
+    assert run("add", "http://127.0.0.1:9/b", "--name", "other", "--db", db_path).returncode == 0
+    assert run("edit", "other", "--name", CAFE_NFD, "--db", db_path).returncode == 1  # taken, in either form
+    assert run("edit", "other", "--group", f"{CAFE_NFD} group", "--db", db_path).returncode == 0
+    assert run("plan", "add", CAFE_NFD, "--min-interval", "5m", "--db", db_path).returncode == 0
+    assert run("plan", "add", CAFE_NFC, "--min-interval", "5m", "--db", db_path).returncode == 1
+    assert run("owner", "add", CAFE_NFD, "--plan", CAFE_NFC, "--db", db_path).returncode == 0
+    assert run("edit", "other", "--owner", CAFE_NFC, "--db", db_path).returncode == 0
+    raw = sqlite3.connect(db_path)
+    try:
+        stored = raw.execute(
+            "SELECT m.group_name, o.name, p.name FROM monitors m JOIN owners o ON o.id = m.owner_id"
+            " JOIN plans p ON p.id = o.plan_id"
+        ).fetchall()
+    finally:
+        raw.close()
+    assert stored == [(f"{CAFE_NFC} group", CAFE_NFC, CAFE_NFC)]
+
+
+@pytest.mark.parametrize("name", [" api", "api ", "\u00a0api", "api\u3000"])
+def test_names_with_white_space_at_either_end_are_refused(db_path: str, name: str) -> None:
+    fragment = f"{name!r} starts or ends with white space"
+    assert_refused(run("add", "http://127.0.0.1:9/", "--name", name, "--db", db_path), f"name {fragment}")
+    assert_refused(run("add", "http://127.0.0.1:9/", "--group", name, "--db", db_path), f"group {fragment}")
+    assert run("add", "http://127.0.0.1:9/", "--name", "api-1", "--db", db_path).returncode == 0
+    assert_refused(run("edit", "api-1", "--name", name, "--db", db_path), f"name {fragment}")
+    assert_refused(run("plan", "add", name, "--min-interval", "5m", "--db", db_path), f"plan name {fragment}")
+    assert_refused(run("owner", "add", name, "--db", db_path), f"owner name {fragment}")
+    assert monitor_names(db_path) == ["api-1"]
 
 
 KIB = 1024

@@ -17,6 +17,11 @@ PostgreSQL (whose support began at version 3) has its own steps, `NNNN_what.post
 for every SQLite step after 0003 with the same number, to the same result as
 schema_postgres.sql (a test holds both engines' steps to the same versions).
 
+A step that changes rows in a way SQL cannot say on both engines (SQLite has no Unicode
+normalisation) is `NNNN_what.py` instead, one module for both: its `upgrade(conn)` runs the
+store's engine-neutral SQL on the connection (db.py) and returns what the upgrade says, one line
+each, printed on stderr once the upgrade has committed (announce).
+
 All pending steps run in one transaction, applied by the first command that writes (a tick,
 add, ...), or on a SQLite file it may write by a command that only reads (list, report, ...;
 never a dry run, and never on PostgreSQL: see store.read_db); a failed step leaves the
@@ -25,8 +30,12 @@ database as it was.
 
 from __future__ import annotations
 
+import importlib
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -34,6 +43,8 @@ class Step:
     version: int  # the schema version this step produces
     name: str
     sql: str
+    # a Python step's upgrade(conn) -> lines to say (NNNN_what.py); None for a SQL step
+    upgrade: Callable[[Any], list[str]] | None = None
 
 
 # PostgreSQL support began at schema version 3: its steps start after it
@@ -48,8 +59,11 @@ def steps(engine: str = "sqlite") -> list[Step]:
     suffix = _SUFFIX[engine]
     for entry in resources.files(__name__).iterdir():
         name = entry.name
-        if name.endswith(suffix) and (engine == "postgresql" or not name.endswith(_SUFFIX["postgresql"])):
-            number, _, rest = name.partition("_")
+        number, _, rest = name.partition("_")
+        if name.endswith(".py") and number.isdecimal():  # a step of both engines
+            module = importlib.import_module(f"{__name__}.{name.removesuffix('.py')}")
+            found.append(Step(int(number), rest.removesuffix(".py"), "", module.upgrade))
+        elif name.endswith(suffix) and (engine == "postgresql" or not name.endswith(_SUFFIX["postgresql"])):
             found.append(Step(int(number), rest.removesuffix(suffix), entry.read_text(encoding="utf-8")))
     found.sort(key=lambda step: step.version)
     first = 2 if engine == "sqlite" else FIRST_POSTGRES_VERSION + 1
@@ -63,3 +77,9 @@ def steps(engine: str = "sqlite") -> list[Step]:
 def steps_after(version: int, engine: str = "sqlite") -> list[Step]:
     """The steps that upgrade a database of `engine` at schema `version` to the newest."""
     return [step for step in steps(engine) if step.version > version]
+
+
+def announce(lines: list[str]) -> None:
+    """What the steps of an upgrade that has committed say: a line each on stderr."""
+    for line in lines:
+        print(f"monitor-tick: upgrade: {line}", file=sys.stderr)
