@@ -1,5 +1,5 @@
-"""Shared by the kinds that open connections (http, tls, tcp): what a socket or TLS error means,
-one connection attempt under one deadline, and the peer certificate's expiry."""
+"""Shared by the kinds that open connections (http, tls, tcp, smtp, ssh, ws): what a socket or TLS
+error means, one connection attempt under one deadline, and the peer certificate's expiry."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import time
 from urllib.parse import SplitResult, urlsplit
 
 from monitor_tick.core.clock import MS_PER_S, elapsed_ms, s_to_ms
-from monitor_tick.core.model import InvalidMonitor, Monitor, check_seconds, expiry_text
+from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult, check_seconds, expiry_text
 from monitor_tick.probes.guard import AddressGuard, BlockedAddress
 
 CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
@@ -56,6 +56,16 @@ def prefixed(kind: str, cause: str) -> str:
     return cause if cause.startswith(f"{kind}: ") else f"{kind}: {cause}"
 
 
+def upgraded_cause(kind: str, exc: BaseException) -> str:
+    """The cause of a failed connection of a kind that judges its TLS as tls:// does (smtp's
+    STARTTLS, wss): the certificate's and the handshake's failures as tls:// names them
+    ('tls: certificate expired'), the others the kind's own ('smtp: connect refused')."""
+    cause = cause_of_os_error(exc)
+    if cause == "tls":
+        return "tls: handshake failed"
+    return cause if cause.startswith("tls: ") else prefixed(kind, cause)
+
+
 def address(monitor: Monitor, default_port: int | None) -> tuple[str, int]:
     """(host, port) of a scheme://host[:port] monitor (checked by check_address)."""
     parts = urlsplit(monitor.url)
@@ -64,8 +74,9 @@ def address(monitor: Monitor, default_port: int | None) -> tuple[str, int]:
     return parts.hostname, port
 
 
-def check_address(monitor: Monitor, *, port_required: bool) -> SplitResult:
-    """A scheme://host[:port] URL with nothing else. Raises InvalidMonitor."""
+def check_address(monitor: Monitor, *, port_required: bool, query: bool = False) -> SplitResult:
+    """A scheme://host[:port] URL with nothing else (but a query, which the caller checks, when
+    `query`). Raises InvalidMonitor."""
     parts = urlsplit(monitor.url)
     scheme = parts.scheme.lower()
     if not parts.hostname:
@@ -74,7 +85,7 @@ def check_address(monitor: Monitor, *, port_required: bool) -> SplitResult:
         raise InvalidMonitor(f"{scheme}:// needs a port: {scheme}://host:port")
     if parts.port == 0:
         raise InvalidMonitor("port 0 cannot be connected to")
-    if parts.username is not None or parts.path not in ("", "/") or parts.query or parts.fragment:
+    if parts.username is not None or parts.path not in ("", "/") or (parts.query and not query) or parts.fragment:
         raise InvalidMonitor(f"{scheme}:// takes only a host and a port")
     return parts
 
@@ -92,23 +103,38 @@ async def connect(
     Raises TimeoutError, OSError or ssl.SSLError."""
     start = time.perf_counter()
     async with asyncio.timeout(timeout_s):
-        target = host if guard is None else await guard.resolve(host, port)
-        _, writer = await asyncio.open_connection(
-            target,
-            port,
-            ssl=tls,
-            server_hostname=host if tls else None,
-            ssl_handshake_timeout=timeout_s if tls else None,
-        )
+        _, writer = await open_stream(host, port, guard, tls, ssl_handshake_timeout=timeout_s if tls else None)
     latency_ms = elapsed_ms(start, time.perf_counter())
     cert = writer.get_extra_info("peercert") if tls else None
+    await close_stream(writer)
+    return latency_ms, cert
+
+
+async def open_stream(
+    host: str,
+    port: int,
+    guard: AddressGuard | None,
+    tls: ssl.SSLContext | None = None,
+    ssl_handshake_timeout: float | None = None,
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A connection to host:port (TLS from the start when `tls` is given), under the caller's
+    deadline. With `guard`, the name is resolved here and the address checked and connected to,
+    the name kept for TLS (guard.BlockedAddress). Raises OSError or ssl.SSLError."""
+    target = host if guard is None else await guard.resolve(host, port)
+    return await asyncio.open_connection(
+        target, port, ssl=tls, server_hostname=host if tls else None, ssl_handshake_timeout=ssl_handshake_timeout
+    )
+
+
+async def close_stream(writer: asyncio.StreamWriter) -> None:
+    """Close a connection, waiting CLOSE_WAIT_S at most: a peer that never answers TLS
+    close_notify must not hold the probe."""
     writer.close()
-    try:  # a peer that never answers TLS close_notify must not hold the probe
+    try:
         async with asyncio.timeout(CLOSE_WAIT_S):
             await writer.wait_closed()
     except (TimeoutError, OSError, ssl.SSLError):
         writer.transport.abort()
-    return latency_ms, cert
 
 
 def cert_expires_at_ms(cert: dict[str, object] | None) -> int | None:
@@ -117,6 +143,17 @@ def cert_expires_at_ms(cert: dict[str, object] | None) -> int | None:
     if not isinstance(not_after, str):
         return None
     return ssl.cert_time_to_seconds(not_after) * MS_PER_S
+
+
+def certificate_result(monitor: Monitor, now_ms: int, latency_ms: int, cert: dict[str, object] | None) -> ProbeResult:
+    """The result of a verified TLS handshake: up, or down when the certificate expires within
+    monitor.expires_within_sec; unknown when verification is off (there is no certificate to
+    judge)."""
+    expires_at_ms = cert_expires_at_ms(cert)
+    cause = expiry_cause(monitor, now_ms, expires_at_ms)
+    if expires_at_ms is None:
+        return ProbeResult("unknown", latency_ms, None, cause)
+    return ProbeResult("down" if cause else "up", latency_ms, None, cause, expires_at_ms)
 
 
 def expiry_cause(monitor: Monitor, now_ms: int, expires_at_ms: int | None) -> str | None:

@@ -13,11 +13,10 @@ from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
     address,
     cause_of_os_error,
-    cert_expires_at_ms,
+    certificate_result,
     check_address,
     check_expires_within,
     connect,
-    expiry_cause,
     prefixed,
 )
 
@@ -33,11 +32,7 @@ async def probe_tls(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         return ProbeResult("down", None, None, "tls: timeout")
     except (OSError, ssl.SSLError) as exc:
         return ProbeResult("down", None, None, prefixed("tls", cause_of_os_error(exc)))
-    expires_at_ms = cert_expires_at_ms(cert)
-    cause = expiry_cause(monitor, ctx.now_ms, expires_at_ms)
-    if expires_at_ms is None:  # verification is off: there is no certificate to judge
-        return ProbeResult("unknown", latency_ms, None, cause)
-    return ProbeResult("down" if cause else "up", latency_ms, None, cause, expires_at_ms)
+    return certificate_result(monitor, ctx.now_ms, latency_ms, cert)
 
 
 def _check(monitor: Monitor) -> None:
