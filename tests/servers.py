@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import contextvars
 import datetime as dt
 import http
@@ -69,7 +70,7 @@ import threading
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import unquote
 
 import pytest
@@ -79,8 +80,10 @@ __all__ = [
     "Handler",
     "HitCounter",
     "LocalServer",
+    "LoopThread",
     "Request",
     "TLSPair",
+    "banner_server",
     "ca_pem_path",
     "cert_expiring_in",
     "current_request",
@@ -735,6 +738,71 @@ def local_server() -> Iterator[LocalServer]:
 # ---------------------------------------------------------------------------
 # ports
 # ---------------------------------------------------------------------------
+
+
+# ---------------------------------------------------------------------------
+# servers written with asyncio libraries
+# ---------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An asyncio event loop running in a daemon thread, for servers made with asyncio libraries
+    (aiosmtpd, websockets, asyncio's own) that a tick in the main thread probes. On exit, the
+    tasks still running there (connections being served) are cancelled and the loop closed."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="LoopThread", daemon=True)
+
+    def __enter__(self) -> LoopThread:
+        self._thread.start()
+        return self
+
+    def run(self, awaitable: Awaitable[T], timeout_s: float = 30) -> T:
+        """Await `awaitable` in the loop's thread; its result."""
+
+        async def wait() -> T:
+            return await awaitable
+
+        return asyncio.run_coroutine_threadsafe(wait(), self.loop).result(timeout_s)
+
+    def __exit__(self, *exc_info: object) -> None:
+        async def cancel_the_rest() -> None:
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        self.run(cancel_the_rest())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(30)
+        self.loop.close()
+
+
+@contextlib.contextmanager
+def banner_server(banner: bytes, *, delay_s: float = 0.0) -> Iterator[int]:
+    """A 127.0.0.1 port whose server writes `banner` to each connection, `delay_s` after it
+    was accepted, then keeps it open until the client leaves: a server that greets first (as
+    SMTP and SSH servers do), saying what a test needs."""
+
+    async def greet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await asyncio.sleep(delay_s)
+            writer.write(banner)
+            await reader.read()  # to the client's end
+        except ConnectionError:
+            pass
+        finally:
+            writer.close()
+
+    with LoopThread() as thread:
+        server = thread.run(asyncio.start_server(greet, HOST, 0))
+        try:
+            yield server.sockets[0].getsockname()[1]
+        finally:
+            server.close()
 
 
 def refused_port() -> int:

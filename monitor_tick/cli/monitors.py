@@ -98,6 +98,7 @@ def add(
             "invalid or expiring); tcp://host:port (a port accepts connections); "
             "dns://name?type=A&server=IP[:PORT][&expect=VALUE] (a DNS server answers, with that value); "
             "icmp://host (it answers a ping; needs net.ipv4.ping_group_range to cover this group); "
+            "smtp://host[:port][?starttls=1] (a mail server greets with 220; with STARTTLS, its certificate); "
             "or the word heartbeat "
             "(a cron job pings it: prints the token instead of the id). "
             "It may hold ${ENV_VAR} references (not in the scheme or port), resolved by the tick: "
@@ -129,8 +130,8 @@ def add(
     expires_within: Annotated[
         str | None,
         typer.Option(
-            help="tls://, https://: down when the certificate expires within this, e.g. 30d. "
-            "[default: 14d for tls://, no check for https://]"
+            help="tls://, https://, smtp://...?starttls=1: down when the certificate expires within "
+            "this, e.g. 30d. [default: 14d for tls:// and smtp://, no check for https://]"
         ),
     ] = None,
     grace: Annotated[
@@ -179,7 +180,7 @@ def add(
     max_latency: Annotated[
         str | None,
         typer.Option(
-            help="http, tls, tcp: down when the check takes longer, e.g. 500ms or 2s "
+            help="Every kind but heartbeat: down when the check takes longer, e.g. 500ms or 2s "
             "(its own time: connect to the body's end; never the wait for a probe slot)."
         ),
     ] = None,

@@ -9,8 +9,9 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "***"
-# schemes whose query is our own settings, never a secret (dns://name?type=A&server=IP)
-_PLAIN_QUERY_SCHEMES = frozenset({"dns"})
+# schemes whose query is our own settings, never a secret (dns://name?type=A&server=IP,
+# smtp://host?starttls=1)
+_PLAIN_QUERY_SCHEMES = frozenset({"dns", "smtp"})
 # ${ENV_VAR} in a monitor's header values, basic auth and body: resolved by the tick, so the
 # secret lives in cron's environment, not in the database, and the reference may be shown
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -48,12 +48,20 @@ from monitor_tick.core.model import (
     normal_name,
 )
 from monitor_tick.core.redact import ENV_REFERENCE, redact_url
-from monitor_tick.probes import dns, heartbeat, http, icmp, request, tcp, tls
+from monitor_tick.probes import dns, heartbeat, http, icmp, request, smtp, tcp, tls
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
 
 __all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
 
-KINDS: tuple[Kind, ...] = (http.KIND, tls.KIND, tcp.KIND, heartbeat.KIND, dns.KIND, icmp.KIND)
+KINDS: tuple[Kind, ...] = (
+    http.KIND,
+    tls.KIND,
+    tcp.KIND,
+    heartbeat.KIND,
+    dns.KIND,
+    icmp.KIND,
+    smtp.KIND,
+)
 
 PROBES: dict[str, Kind] = {kind.name: kind for kind in KINDS}
 KIND_OF_SCHEME: dict[str, str] = {scheme: kind.name for kind in KINDS for scheme in kind.schemes}
