@@ -36,6 +36,7 @@ SAMPLE_URLS = {
     "dns": "dns://example.test?type=A&server=192.0.2.53",
     "icmp": "icmp://example.test",
     "smtp": "smtp://mail.example.test:587?starttls=1",
+    "ssh": "ssh://example.test",
 }
 # A value other than every kind's default, per option.
 OTHER_VALUES = {

@@ -99,6 +99,7 @@ def add(
             "dns://name?type=A&server=IP[:PORT][&expect=VALUE] (a DNS server answers, with that value); "
             "icmp://host (it answers a ping; needs net.ipv4.ping_group_range to cover this group); "
             "smtp://host[:port][?starttls=1] (a mail server greets with 220; with STARTTLS, its certificate); "
+            "ssh://host[:port] (an SSH server identifies itself; no login); "
             "or the word heartbeat "
             "(a cron job pings it: prints the token instead of the id). "
             "It may hold ${ENV_VAR} references (not in the scheme or port), resolved by the tick: "
