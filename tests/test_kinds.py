@@ -37,6 +37,7 @@ SAMPLE_URLS = {
     "icmp": "icmp://example.test",
     "smtp": "smtp://mail.example.test:587?starttls=1",
     "ssh": "ssh://example.test",
+    "ws": "wss://example.test/socket",
 }
 # A value other than every kind's default, per option.
 OTHER_VALUES = {

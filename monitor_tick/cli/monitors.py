@@ -100,6 +100,7 @@ def add(
             "icmp://host (it answers a ping; needs net.ipv4.ping_group_range to cover this group); "
             "smtp://host[:port][?starttls=1] (a mail server greets with 220; with STARTTLS, its certificate); "
             "ssh://host[:port] (an SSH server identifies itself; no login); "
+            "ws(s)://host[:port]/path (a WebSocket opens and closes cleanly; the `ws` extra); "
             "or the word heartbeat "
             "(a cron job pings it: prints the token instead of the id). "
             "It may hold ${ENV_VAR} references (not in the scheme or port), resolved by the tick: "
@@ -131,8 +132,8 @@ def add(
     expires_within: Annotated[
         str | None,
         typer.Option(
-            help="tls://, https://, smtp://...?starttls=1: down when the certificate expires within "
-            "this, e.g. 30d. [default: 14d for tls:// and smtp://, no check for https://]"
+            help="tls://, https://, smtp://...?starttls=1, wss://: down when the certificate expires within "
+            "this, e.g. 30d. [default: 14d for tls:// and smtp://, no check for https:// and wss://]"
         ),
     ] = None,
     grace: Annotated[

@@ -1,0 +1,150 @@
+"""ws://host[:port]/path and wss://...: a WebSocket server's opening handshake, then a clean close.
+
+Up when the server switches protocols (101, with a valid Sec-WebSocket-Accept) within the
+deadline and then completes the closing handshake the probe starts (close code 1000 back, within
+a second). A server that answers the upgrade with another status is down with it (`ws: status
+403`; a redirect is not followed, as Uptime Kuma's check does not follow one either); one that
+closes with another code, or drops the connection without a close frame, is down too. wss://
+is verified like an HTTPS request, and with --expires-within its certificate is judged as an
+https:// monitor's is. The latency is the opening handshake's. A user and password in the URL
+are sent as basic auth, and, like the query, never printed.
+
+The protocol is the `websockets` library's (the `ws` extra): framing, the accept key and the
+closing handshake, from a maintained library with no dependencies of its own. It is imported
+only when a ws:// monitor is probed, and its connect is given the address the guard checked
+(--block-private) while the name stays the Host and the TLS server name.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib.util
+import ssl
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+from monitor_tick.core.clock import elapsed_ms
+from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
+from monitor_tick.probes import latency
+from monitor_tick.probes.base import Kind, ProbeContext, failed_conditions
+from monitor_tick.probes.net import (
+    CLOSE_WAIT_S,
+    cert_expires_at_ms,
+    check_expires_within,
+    expiry_cause,
+    upgraded_cause,
+)
+from monitor_tick.probes.request import USER_AGENT
+
+EXTRA = "monitor-tick[ws]"
+NORMAL_CLOSURE = 1000
+ABNORMAL_CLOSURE = 1006  # no close frame came (RFC 6455 7.1.5)
+
+
+async def probe_ws(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    parts = urlsplit(monitor.url)
+    secure = parts.scheme.lower() == "wss"
+    host = parts.hostname
+    port = parts.port or (443 if secure else 80)
+    assert host is not None  # checked when the monitor was loaded
+    connect, errors = _websockets()
+    start = time.perf_counter()
+    connection = None
+    try:
+        async with asyncio.timeout(monitor.timeout_s):
+            where: dict[str, Any] = {}
+            if ctx.guard is not None:  # connect to the checked address; the name stays Host and SNI
+                where = {"host": await ctx.guard.resolve(host, port), "port": port}
+            if secure:
+                where |= {"ssl": ctx.ssl_context, "server_hostname": host}
+            connection = await connect(
+                monitor.url,
+                proxy=None,  # as http monitors: never through a proxy from the environment
+                open_timeout=None,  # the deadline above is the one limit
+                close_timeout=CLOSE_WAIT_S,
+                ping_interval=None,
+                compression=None,
+                user_agent_header=USER_AGENT,
+                **where,
+            )
+            latency_ms = elapsed_ms(start, time.perf_counter())
+            cert = connection.transport.get_extra_info("peercert") if secure else None
+            await connection.close(NORMAL_CLOSURE)
+    except TimeoutError:
+        return ProbeResult("down", None, None, "ws: timeout")
+    except errors.InvalidStatus as exc:
+        return ProbeResult("down", None, None, f"ws: status {exc.response.status_code}")
+    except errors.InvalidMessage as exc:  # no HTTP answer: closed, or something else speaks there
+        closed = isinstance(exc.__cause__, EOFError | ConnectionError)
+        return ProbeResult("down", None, None, "ws: connection closed" if closed else "ws: not an HTTP answer")
+    except errors.InvalidHandshake as exc:
+        return ProbeResult("down", None, None, f"ws: bad handshake ({type(exc).__name__})")
+    except (OSError, ssl.SSLError) as exc:
+        return ProbeResult("down", None, None, upgraded_cause("ws", exc))
+    finally:
+        if connection is not None:  # cut off while closing (the deadline): not left open
+            connection.transport.abort()
+    closing = _closing_cause(connection.close_code)
+    expires_at_ms = cert_expires_at_ms(cert) if monitor.expires_within_sec is not None else None
+    expiry = expiry_cause(monitor, ctx.now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None
+    cause = failed_conditions(closing, expiry)
+    return ProbeResult("down" if cause else "up", latency_ms, None, cause, expires_at_ms)
+
+
+def _closing_cause(code: int | None) -> str | None:
+    """Why the closing handshake failed (`code`: what the server closed with; 1006, or None
+    while still closing, when no close frame came)."""
+    if code is None or code == ABNORMAL_CLOSURE:
+        return "ws: closed without a close frame"
+    return None if code == NORMAL_CLOSURE else f"ws: closed with {code}"
+
+
+def _check(monitor: Monitor) -> None:
+    parts = urlsplit(monitor.url)
+    if not parts.hostname:
+        raise InvalidMonitor("url has no host")
+    if parts.port == 0:
+        raise InvalidMonitor("port 0 cannot be connected to")
+    if parts.fragment:
+        raise InvalidMonitor(f"{parts.scheme.lower()}:// takes no #fragment")
+    if parts.username is not None and parts.password is None:
+        raise InvalidMonitor("a user in a ws:// url needs a password: ws://user:password@host/")
+    if monitor.expires_within_sec is not None and parts.scheme.lower() != "wss":
+        raise InvalidMonitor("--expires-within needs a wss:// url")
+    check_expires_within(monitor)
+    latency.check(monitor)
+
+
+@functools.cache
+def available() -> str | None:
+    """None when the websockets library is installed; else why ws:// cannot be probed here."""
+    if importlib.util.find_spec("websockets") is None:
+        return f"ws:// needs the websockets library: pip install '{EXTRA}'"
+    return None
+
+
+KIND = Kind(
+    name="ws",
+    schemes=("ws", "wss"),
+    usage="ws(s)://host[:port]/path",
+    probe=latency.judged(probe_ws),
+    check=_check,
+    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
+    host_check=available,
+)
+
+
+# websockets, imported when a ws:// monitor is first probed (see the docstring)
+@functools.cache
+def _websockets() -> tuple[Any, Any]:
+    """(its connect, without redirects; its exceptions module)."""
+    import websockets.asyncio.client
+    import websockets.exceptions
+
+    class Connect(websockets.asyncio.client.connect):
+        def process_redirect(self, exc: Exception) -> Exception | str:
+            return exc  # a redirect is the server's answer, as any status other than 101
+
+    return Connect, websockets.exceptions
