@@ -205,6 +205,13 @@ def test_a_canary_decides_whether_the_network_was_lost(
     assert policy.network_lost(checks, results(canary)[0]) is lost
 
 
+@pytest.mark.parametrize("kind", ["tcp", "tls", "smtp", "ssh", "ws"])
+def test_a_connection_kinds_failure_to_reach_its_host_is_set_aside_when_the_network_is_lost(kind: str) -> None:
+    checks = results(f"{kind}: dns", f"{kind}: connect error", f"{kind}: connect refused", f"{kind}: timeout")
+    assert policy.network_lost(checks, results("dns")[0]) is True
+    assert [r.status for r in policy.offline(checks)] == ["unknown", "unknown", "down", "down"]
+
+
 def test_an_offline_tick_sets_aside_only_checks_that_never_reached_their_host() -> None:
     # a 503, a missing keyword or a refusal is an answer from the site: it stays down
     assert policy.offline(results("dns", None, "status 503", "tcp: connect error", "connect refused")) == [

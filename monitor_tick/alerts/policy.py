@@ -155,9 +155,15 @@ def gives_up(event_created_at_ms: int, now_ms: int) -> bool:
 NETWORK_CAUSES = frozenset({"dns", "connect error"})
 
 
+# the kinds whose causes name them before a connection's failure ('smtp: dns')
+_CONNECTION_KINDS = ("tcp: ", "tls: ", "smtp: ", "ssh: ", "ws: ")
+
+
 def is_network_failure(result: CheckResult) -> bool:
-    """A down check that never reached the site (http, or tcp:/tls: prefixed causes alike)."""
-    cause = (result.cause or "").removeprefix("tcp: ").removeprefix("tls: ")
+    """A down check that never reached the site (http, or a cause prefixed with its kind alike)."""
+    cause = result.cause or ""
+    for prefix in _CONNECTION_KINDS:
+        cause = cause.removeprefix(prefix)
     return result.status == "down" and cause in NETWORK_CAUSES
 
 
