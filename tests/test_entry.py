@@ -27,8 +27,8 @@ from monitor_tick.cli import entry
 from monitor_tick.cli.app import app
 from monitor_tick.cli.options import parse_tick_args
 from tests.commands import MONITOR_TICK
-from tests.conftest import add, respx_transport
-from tests.servers import refused_port
+from tests.conftest import add, respx_transport, rollup
+from tests.servers import LocalServer, refused_port
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 NOW = "2026-12-01 00:00:20"
@@ -219,16 +219,26 @@ def test_what_goes_to_typer_gets_typers_own_output_and_exit_code(
     assert ("Commands:" in out.out) is (args == ["--help"])
 
 
-def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db_path: str) -> None:
-    """As cron runs it: a fresh process; `python -X importtime` lists every module imported."""
+# the libraries of kinds other than http (and the test servers'), imported only when a monitor
+# of their kind is due: dnspython, the database drivers, websockets, the SMTP server library
+OTHER_KINDS_LIBRARIES = {"dns", "psycopg", "redis", "aiomysql", "pymysql", "websockets", "aiosmtpd"}
+
+
+def imported_by_a_tick(db_path: str) -> set[str]:
+    """The modules a tick imports, as cron runs it: a fresh process; `python -X importtime`
+    lists every module imported."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "monitor_tick", "--db", db_path],
         capture_output=True,
         text=True,
         timeout=60,
     )
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
     assert done.returncode == 0 and done.stdout == ""
+    return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+
+
+def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db_path: str) -> None:
+    imported = imported_by_a_tick(db_path)
     assert "monitor_tick.run.tick" in imported and "sqlite3" in imported  # the list is real
     heavy = {
         "typer",
@@ -241,8 +251,8 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db
         "rich",
         "pydantic",
         "anyio",
-        "psycopg",
         "yaml",
+        *OTHER_KINDS_LIBRARIES,
     }
     assert not {name.split(".")[0] for name in imported} & heavy
     assert not any(name.startswith("monitor_tick.importers") for name in imported)
@@ -250,6 +260,17 @@ def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db
     assert not {"monitor_tick.store.config", "monitor_tick.store.copy", "monitor_tick.store.imports"} & imported
     with sqlite3.connect(db_path) as check:
         assert check.execute("SELECT count(*) FROM ticks WHERE finished_at_ms IS NOT NULL").fetchone()[0] == 1
+
+
+def test_a_tick_of_http_monitors_imports_no_other_kinds_library(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer
+) -> None:
+    for n in range(10):
+        add(conn, local_server.url(f"/ok?{n}"), name=f"site {n}")
+    imported = imported_by_a_tick(db_path)
+    assert "httpx" in imported and "monitor_tick.probes.ws" in imported  # it probed, with every kind's module
+    assert local_server.hits["/ok"] == 10 and rollup(conn, 1) == (1, 0)
+    assert not {name.split(".")[0] for name in imported} & OTHER_KINDS_LIBRARIES
 
 
 @pytest.fixture(scope="module")
