@@ -77,6 +77,15 @@ def test_the_documented_example_imports_what_maps_and_lists_the_rest(db_path: st
     assert rows["gateway-ping"]["url"] == "icmp://10.0.0.1"
     assert rows["dns-a-record"]["url"] == "dns://example.com?type=A&server=8.8.8.8&expect=93.184.215.14"
     assert (rows["ldaps"]["url"], rows["ldaps"]["expires_within_sec"]) == ("tls://ldap.example.org:636", 48 * 3600)
+    starttls = rows["smtp-starttls"]
+    assert (starttls["kind"], starttls["url"], starttls["expires_within_sec"], starttls["timeout_s"]) == (
+        "smtp",
+        "smtp://smtp.example.org:587?starttls=1",
+        48 * 3600,
+        5.0,
+    )
+    assert (rows["ssh-example"]["kind"], rows["ssh-example"]["url"]) == ("ssh", "ssh://example.com:22")
+    assert (rows["example"]["kind"], rows["example"]["url"]) == ("ws", "wss://echo.websocket.org/")
     assert rows["disabled-one"]["enabled"] == 0
     assert set(rows) == {
         "website",
@@ -85,7 +94,10 @@ def test_the_documented_example_imports_what_maps_and_lists_the_rest(db_path: st
         "redis",
         "gateway-ping",
         "dns-a-record",
+        "smtp-starttls",
         "ldaps",
+        "ssh-example",
+        "example",
         "disabled-one",
     }
     out = done.stdout
@@ -95,17 +107,19 @@ def test_the_documented_example_imports_what_maps_and_lists_the_rest(db_path: st
         "condition 'len([BODY].items) < 100' not carried over",
         "condition '[BODY].data[0].id == 1' not carried over: monitor-tick checks one JSON field per monitor",
         "condition '[BODY].version == pat(2.*)' not carried over",
-        "condition '[RESPONSE_TIME] < 100' not carried over: only [RESPONSE_TIME] < N (--max-latency) on http, tcp and tls",
+        "condition '[RESPONSE_TIME] < 100' not carried over: only [RESPONSE_TIME] < N (--max-latency) on http, tcp, tls, starttls, ssh and ws",
+        "messages not carried over: monitor-tick's ws check opens and closes, sending and reading none",
+        "condition '[BODY] == pat(*served by*)' not carried over: a ws check reads no body",
         "skipped   syslog-udp: udp:// (UDP (no connection to check)) has no monitor-tick kind",
-        "skipped   smtp-starttls: starttls:// (STARTTLS) has no monitor-tick kind",
-        "skipped   ssh-box: ssh:// (SSH commands) has no monitor-tick kind",
+        "skipped   ssh-box: ssh:// with a login (a command run over SSH) has no monitor-tick kind",
         "skipped   grpc-svc: grpc:// (gRPC health checks) has no monitor-tick kind",
         "skipped   nightly-backup: an external endpoint is pushed to Gatus' own API",
-        "8 added, 0 already there, 5 skipped, 2 channels",
+        "11 added, 0 already there, 4 skipped, 2 channels",
     ):
         assert line in out, line
     for secret in ("XXXX", "ABC-DEF", "abc123", "hunter2"):
         assert secret not in out
+    assert "[STATUS] == 0" not in out  # an ssh check without a login: Gatus' banner read, implied
     conn = store.open_db(db_path)
     try:
         channels = sorted(
@@ -115,7 +129,7 @@ def test_the_documented_example_imports_what_maps_and_lists_the_rest(db_path: st
         conn.close()
     assert channels == ["slack://T000/B000/XXXX", "tgram://123456:ABC-DEF/-1001234567890"]
     again = run("import", "gatus", str(CONFIG), "--db", db_path)
-    assert "0 added, 8 already there, 5 skipped, 0 channels" in again.stdout
+    assert "0 added, 11 already there, 4 skipped, 0 channels" in again.stdout
     assert monitors(db_path) == rows
 
 
@@ -175,6 +189,52 @@ def test_conditions_that_map(condition: str, option: str, value: object) -> None
 def test_conditions_that_do_not_map_are_listed_with_their_reason(condition: str, reason: str) -> None:
     notes = endpoint([condition]).notes
     assert len(notes) == 1 and notes[0].startswith(f"condition {condition!r} not carried over: ") and reason in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("url", "condition", "option", "value"),
+    [
+        ("ssh://example.org", "[RESPONSE_TIME] < 300", "max_latency_ms", 299),
+        ("starttls://smtp.example.org:587", "[RESPONSE_TIME] <= 800", "max_latency_ms", 800),
+        ("wss://chat.example.org/", "[RESPONSE_TIME] < 500", "max_latency_ms", 499),
+        ("starttls://smtp.example.org:587", "[CERTIFICATE_EXPIRATION] > 48h", "expires_within_sec", 172_800),
+        ("wss://chat.example.org/", "[CERTIFICATE_EXPIRATION] > 720h", "expires_within_sec", 2_592_000),
+    ],
+)
+def test_conditions_on_smtp_ssh_and_ws_endpoints_that_map(url: str, condition: str, option: str, value: object) -> None:
+    planned = endpoint([condition, "[CONNECTED] == true"], url=url)
+    assert planned.given[option] == value
+    assert not any("not carried over" in note and "condition" in note for note in planned.notes)
+
+
+@pytest.mark.parametrize(
+    ("url", "condition", "reason"),
+    [
+        (
+            "ws://chat.example.org/",
+            "[CERTIFICATE_EXPIRATION] > 48h",
+            "only [CERTIFICATE_EXPIRATION] > D on https://, tls://, starttls:// and wss://",
+        ),
+        ("ssh://example.org", "[STATUS] == 1", "a ssh check has no status"),
+        ("ssh://example.org", "[BODY] == ok", "a ssh check reads no body"),
+        ("starttls://smtp.example.org:587", "[STATUS] == 250", "a smtp check has no status"),
+    ],
+)
+def test_conditions_on_smtp_ssh_and_ws_endpoints_that_do_not_map(url: str, condition: str, reason: str) -> None:
+    notes = [note for note in endpoint([condition], url=url).notes if note.startswith("condition ")]
+    assert notes == [f"condition {condition!r} not carried over: {reason}"]
+
+
+def test_an_ssh_endpoint_with_a_login_is_skipped_naming_the_kind() -> None:
+    for login in ({"username": "monitor", "password": "secret"}, {"private-key": "KEY"}):
+        plan = gatus.plan_of({"endpoints": [{"name": "box", "url": "ssh://example.org", "ssh": login}]})
+        assert plan.monitors == [] and plan.skipped == [
+            (
+                "box",
+                "ssh:// with a login (a command run over SSH) has no monitor-tick kind: "
+                "an ssh:// monitor reads the server's identification, logging in to nothing",
+            )
+        ]
 
 
 def test_intervals_under_a_minute_become_a_minute_and_go_durations_are_read() -> None:

@@ -4,6 +4,9 @@
     http(s)://                     an http(s):// monitor; url, method, headers, body (graphql
                                    wrapped as Gatus does), interval, client.timeout/insecure
     tcp://, icmp://, tls://        tcp://, icmp://, tls://
+    starttls://host:port           smtp://host:port?starttls=1
+    ssh:// without a login         ssh:// (Gatus then reads the banner only, as monitor-tick does)
+    ws://, wss://                  ws://, wss:// (the handshake; Gatus' message is not sent)
     a dns: block                   dns://NAME?type=T&server=URL
     group                          the monitor's group (its status-page section)
 
@@ -16,6 +19,7 @@
     [BODY].path == V               --json-field path=V (one per monitor)
     [CONNECTED] == true            implied by every check
     [DNS_RCODE] == NOERROR         implied by a dns check
+    [STATUS] == 0                  implied by an ssh check without a login
 
 An http endpoint without a [STATUS] condition accepts any status, as in Gatus. Everything else
 is listed, per endpoint, with its reason.
@@ -57,13 +61,11 @@ _OPERATORS = ("==", "!=", "<=", ">=", ">", "<")  # Gatus' own order of looking f
 _UNSUPPORTED_SCHEMES = {
     "sctp": "SCTP",
     "udp": "UDP (no connection to check)",
-    "starttls": "STARTTLS",
     "grpc": "gRPC health checks",
     "grpcs": "gRPC health checks",
-    "ws": "WebSocket",
-    "wss": "WebSocket",
-    "ssh": "SSH commands",
 }
+# Gatus' scheme -> the kind its endpoint becomes
+_KINDS = {"tcp": "tcp", "icmp": "icmp", "tls": "tls", "starttls": "smtp", "ssh": "ssh", "ws": "ws", "wss": "ws"}
 _SELF = {
     "storage": "where Gatus keeps results",
     "web": "Gatus' web server",
@@ -266,6 +268,8 @@ def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, 
         except InvalidMonitor as exc:
             notes.append(f"group not carried over: {exc}")
     kind = _kind(e, url)
+    if urlsplit(url).scheme.lower() == "starttls":
+        planned.url = f"smtp://{urlsplit(url).netloc}?starttls=1"
     if kind == "dns":
         query = e["dns"] or {}
         server = url.split("://", 1)[-1]
@@ -276,6 +280,10 @@ def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, 
     _client(client, planned, kind)
     if kind == "http":
         _request(e, planned)
+    elif kind == "ws":
+        notes.append("messages not carried over: monitor-tick's ws check opens and closes, sending and reading none")
+        if e.get("headers"):
+            notes.append("headers not carried over: monitor-tick's ws check sends none of its own")
     elif e.get("body"):
         notes.append(f"body not carried over: monitor-tick's {kind} check sends nothing")
     _conditions([str(c) for c in e.get("conditions") or []], planned, kind)
@@ -299,8 +307,13 @@ def _kind(e: dict[str, Any], url: str) -> str:
         raise channels.Unmapped(f"{scheme}:// ({_UNSUPPORTED_SCHEMES[scheme]}) has no monitor-tick kind")
     if scheme in ("http", "https"):
         return "http"
-    if scheme in ("tcp", "icmp", "tls"):
-        return scheme
+    if scheme == "ssh" and any((e.get("ssh") or {}).get(key) for key in ("username", "password", "private-key")):
+        raise channels.Unmapped(
+            "ssh:// with a login (a command run over SSH) has no monitor-tick kind: "
+            "an ssh:// monitor reads the server's identification, logging in to nothing"
+        )
+    if scheme in _KINDS:
+        return _KINDS[scheme]
     raise channels.Unmapped(f"url {url!r}: not an endpoint type monitor-tick knows")
 
 
@@ -362,7 +375,7 @@ def _conditions(conditions: list[str], planned: Planned, kind: str) -> None:
             continue
         parts = _split(condition)
         reason = "not a condition Gatus reads" if parts is None else _condition(*parts, planned, kind, statuses)
-        if parts is not None and parts[0] == "[STATUS]" and reason is None:
+        if parts is not None and parts[0] == "[STATUS]" and reason is None and kind == "http":
             status_seen = True
         if reason:
             planned.notes.append(f"condition {condition!r} not carried over: {reason}")
@@ -386,10 +399,12 @@ def _condition(
             return None
         return "a dns check is up only with NOERROR"
     if left == "[STATUS]":
+        if kind == "ssh" and op == "==" and right == "0":  # Gatus' status of a banner read
+            return None
         return _status(op, right, statuses) if kind == "http" else f"a {kind} check has no status"
     if left == "[RESPONSE_TIME]":
-        if kind not in ("http", "tcp", "tls") or op not in ("<", "<="):
-            return "only [RESPONSE_TIME] < N (--max-latency) on http, tcp and tls"
+        if kind not in ("http", "tcp", "tls", "smtp", "ssh", "ws") or op not in ("<", "<="):
+            return "only [RESPONSE_TIME] < N (--max-latency) on http, tcp, tls, starttls, ssh and ws"
         try:
             limit = int(right) - (1 if op == "<" else 0)
         except ValueError:
@@ -399,9 +414,9 @@ def _condition(
         given["max_latency_ms"] = limit
         return None
     if left == "[CERTIFICATE_EXPIRATION]":
-        https = kind == "http" and urlsplit(planned.url).scheme == "https"
-        if not (https or kind == "tls") or op not in (">", ">="):
-            return "only [CERTIFICATE_EXPIRATION] > D on https:// and tls://"
+        verified = urlsplit(planned.url).scheme in ("https", "tls", "wss") or kind == "smtp"
+        if not verified or op not in (">", ">="):
+            return "only [CERTIFICATE_EXPIRATION] > D on https://, tls://, starttls:// and wss://"
         try:
             seconds = go_duration_s(right) if not right.isdigit() else int(right) / 1000
         except ValueError as exc:
