@@ -5,6 +5,9 @@ KUMA_1_23: exactly what sqlite_master holds in a 1.23.17 database (db/kuma.db pl
 Database.patchList applied in order). KUMA_2_0: 1.23.17 plus the knex migrations of 2.0.2 that
 touch `monitor` (its 95 columns in order; only the DDL text is rendered by hand, below). Both drop the
 one statement SQLite refuses to run (`CREATE TABLE sqlite_sequence`: SQLite makes it itself).
+KUMA_2_1: 2.0.2 plus the columns the knex migrations of 2.1.0 add to `monitor` (among them the
+websocket-upgrade monitor's), in order, rendered as knex renders them; what those migrations
+change elsewhere (other tables, a column's type) is left out: the importer reads only `monitor`.
 """
 
 from __future__ import annotations
@@ -264,3 +267,10 @@ def _kuma_2_0() -> str:
 
 
 KUMA_2_0 = _kuma_2_0()
+
+# 2.1.0: db/knex_migrations/2025-02-15-2312-add-wstest.js ... 2026-01-16-0000-add-screenshot-delay.js,
+# the columns they add to `monitor`, in the order they run
+KUMA_2_1_MONITOR_COLUMNS = "`ws_ignore_sec_websocket_accept_header` boolean not null default '0', `ws_subprotocol` varchar(255) not null default '', `domain_expiry_notification` boolean default '1', `save_response` boolean not null default '0', `save_error_response` boolean not null default '1', `response_max_length` integer not null default '1024', `system_service_name` varchar(255), `subtype` varchar(10) null, `location` varchar(255) null, `protocol` varchar(20) null, `snmp_v3_username` varchar(255), `expected_tls_alert` varchar(50) default null, `retry_only_on_status_code_failure` boolean not null default '0', `screenshot_delay` integer not null default '0'"
+_LAST_2_0_COLUMN = "`mqtt_websocket_path` varchar(255) null"
+assert KUMA_2_0.count(_LAST_2_0_COLUMN + ");") == 1
+KUMA_2_1 = KUMA_2_0.replace(_LAST_2_0_COLUMN + ");", f"{_LAST_2_0_COLUMN}, {KUMA_2_1_MONITOR_COLUMNS});")

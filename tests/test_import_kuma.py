@@ -17,7 +17,7 @@ from monitor_tick import store
 from monitor_tick.core import clock, schedule
 from monitor_tick.probes.heartbeat import token_digest
 from tests.conftest import monitor_rows, run_installed
-from tests.kuma_schema import KUMA_1_23, KUMA_2_0
+from tests.kuma_schema import KUMA_1_23, KUMA_2_0, KUMA_2_1
 
 
 @pytest.fixture
@@ -331,6 +331,38 @@ def test_kuma_2_conditions_and_operators(tmp_path: Path, db_path: str) -> None:
     assert rows["a-record"]["url"] == "dns://example.org?type=A&server=9.9.9.9%3A5353&expect=192.0.2.1"
     assert rows["not-equal"]["json_field"] is None and "(got 'status' !=)" in done.stdout
     assert rows["equal"]["json_field"] == "status=UP"
+
+
+def test_kuma_smtp_and_2_1_websocket_monitors_become_smtp_and_ws_monitors(tmp_path: Path, db_path: str) -> None:
+    # fmt: off
+    kuma_db = make_kuma_db(tmp_path / "kuma.db", KUMA_2_1, [
+        dict(id=1, name="mail", type="smtp", hostname="mail.example.org", port=587, smtp_security="starttls", interval=300, active=1),
+        dict(id=2, name="relay", type="smtp", hostname="relay.lan", port=None, smtp_security="nostarttls", interval=60, active=1),
+        dict(id=3, name="opportunistic", type="smtp", hostname="2001:db8::25", port=25, interval=60, active=1),
+        dict(id=4, name="smtps", type="smtp", hostname="mail.example.org", port=465, smtp_security="secure", interval=60, active=1),
+        dict(id=5, name="socket", type="websocket-upgrade", url="wss://chat.example.org/socket", accepted_statuscodes_json='["1000"]', timeout=10, interval=60, active=1),
+        dict(id=6, name="picky", type="websocket-upgrade", url="ws://10.0.0.7:8080/ws", accepted_statuscodes_json='["1000","1001"]', ws_subprotocol="mqtt", ws_ignore_sec_websocket_accept_header=1, interval=60, active=1),
+    ])
+    # fmt: on
+    done = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
+    assert done.returncode == 0, done.stderr
+    rows = monitors(db_path)
+    assert {name: (row["kind"], row["url"]) for name, row in rows.items()} == {
+        "mail": ("smtp", "smtp://mail.example.org:587?starttls=1"),
+        "relay": ("smtp", "smtp://relay.lan:25"),
+        "opportunistic": ("smtp", "smtp://[2001:db8::25]:25"),
+        "socket": ("ws", "wss://chat.example.org/socket"),
+        "picky": ("ws", "ws://10.0.0.7:8080/ws"),
+    }
+    assert (rows["mail"]["expires_within_sec"], rows["socket"]["timeout_s"]) == (14 * 86400, 10.0)
+    out = done.stdout
+    assert "certificate expiry: down when it expires within 14 days (Kuma only verified it)" in out
+    assert "STARTTLS when offered not carried over: the greeting is checked; ?starttls=1 requires it" in out
+    assert "skipped   smtps: Kuma type smtp over SMTPS (TLS from the first byte) has no monitor-tick kind" in out
+    assert "accepted close codes 1000, 1001 not carried over: up only when it closes with 1000" in out
+    assert "subprotocol mqtt not carried over: monitor-tick asks for none" in out
+    assert "ignore Sec-WebSocket-Accept not carried over: monitor-tick checks the header" in out
+    assert "5 added, 0 already there, 1 skipped" in out
 
 
 @pytest.mark.parametrize("content", [b"", b"not a database at all\n" * 100, "monitor-tick"])

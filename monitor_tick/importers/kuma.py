@@ -1,4 +1,4 @@
-"""Uptime Kuma (1.23 and 2.0): its SQLite database, read directly and read-only, as a Plan.
+"""Uptime Kuma (1.23, 2.0 and 2.1): its SQLite database, read directly and read-only, as a Plan.
 
 Columns are read by name (2.0 added 18 to `monitor`, later versions more), and every Kuma
 setting that changes what a check does is either carried over or named in a note.
@@ -12,6 +12,8 @@ setting that changes what a check does is either carried over or named in a note
     ping                   icmp://host
     dns                    dns://name?type=T&server=IP[:PORT] (2.0: one `record equals V`
                            condition becomes &expect=V)
+    smtp                   smtp://host:port; "Use STARTTLS" adds ?starttls=1 (SMTPS: skipped)
+    websocket-upgrade      the ws(s):// URL as it is (2.1)
     push                   a heartbeat keeping its token (`serve` takes /api/push/TOKEN)
     group                  not a check: its monitors get its name as their group
     anything else          skipped, with the reason
@@ -64,7 +66,6 @@ _UNSUPPORTED_TYPES = {
     "tailscale-ping": "a Tailscale ping",
     "snmp": "an SNMP query",
     "rabbitmq": "a RabbitMQ node",
-    "smtp": "an SMTP server",
     "manual": "a status set by hand",
 }
 
@@ -162,7 +163,7 @@ def _monitor(row: dict[str, Any]) -> Planned:
     kind = row["type"]
     if kind in _UNSUPPORTED_TYPES:
         raise channels.Unmapped(f"Kuma type {kind} ({_UNSUPPORTED_TYPES[kind]}) has no monitor-tick kind")
-    if kind not in ("http", "keyword", "json-query", "port", "ping", "dns", "push"):
+    if kind not in ("http", "keyword", "json-query", "port", "ping", "dns", "push", "smtp", "websocket-upgrade"):
         raise channels.Unmapped(f"Kuma type {kind!r} has no monitor-tick kind")
     if row.get("upside_down"):
         raise channels.Unmapped("upside-down mode (up when the check fails) has no monitor-tick equivalent")
@@ -201,6 +202,10 @@ def _monitor(row: dict[str, Any]) -> Planned:
             notes.append(f"packet size {row['packet_size']} not carried over: monitor-tick sends 56 bytes")
     elif kind == "dns":
         planned.url = _dns_url(row, notes)
+    elif kind == "smtp":
+        planned.url = _smtp_url(row, notes)
+    elif kind == "websocket-upgrade":
+        planned.url = _websocket(row, notes)
     else:
         _http(row, planned)
     return planned
@@ -209,6 +214,38 @@ def _monitor(row: dict[str, Any]) -> Planned:
 def _host(hostname: object) -> str:
     host = str(hostname or "").strip()
     return f"[{host}]" if ":" in host else host
+
+
+def _smtp_url(row: dict[str, Any], notes: list[str]) -> str:
+    """Kuma's SMTP security: "starttls" (require it), "nostarttls" (plain), unset (nodemailer's
+    default: STARTTLS when the server offers it), or "secure" (SMTPS, TLS from the first byte)."""
+    security = row.get("smtp_security")
+    url = f"smtp://{_host(row['hostname'])}:{int(row['port'] or 25)}"
+    if security == "secure":
+        raise channels.Unmapped(
+            "Kuma type smtp over SMTPS (TLS from the first byte) has no monitor-tick kind: smtp:// speaks "
+            "plain SMTP, and upgrades with ?starttls=1; tls://HOST:PORT checks the certificate alone"
+        )
+    if security == "starttls":
+        notes.append(f"certificate expiry: down when it expires within {_CERT_DAYS} days (Kuma only verified it)")
+        return f"{url}?starttls=1"
+    if security != "nostarttls":
+        notes.append("STARTTLS when offered not carried over: the greeting is checked; ?starttls=1 requires it")
+    return url
+
+
+def _websocket(row: dict[str, Any], notes: list[str]) -> str:
+    """Kuma 2.1's websocket-upgrade: its URL; up on a clean close (1000), Kuma's default."""
+    accepted = json.loads(row.get("accepted_statuscodes_json") or '["1000"]')
+    if [str(code) for code in accepted] != ["1000"]:
+        notes.append(
+            f"accepted close codes {', '.join(map(str, accepted))} not carried over: up only when it closes with 1000"
+        )
+    if row.get("ws_subprotocol"):
+        notes.append(f"subprotocol {row['ws_subprotocol']} not carried over: monitor-tick asks for none")
+    if row.get("ws_ignore_sec_websocket_accept_header"):
+        notes.append("ignore Sec-WebSocket-Accept not carried over: monitor-tick checks the header")
+    return str(row["url"] or "")
 
 
 def _dns_url(row: dict[str, Any], notes: list[str]) -> str:
