@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 from aiosmtpd.smtp import SMTP
-from monitor_tick.core.tick import TickOptions, run_tick
 from typer.testing import CliRunner
 
 from monitor_tick.cli.app import app
 from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import (
     HOST,

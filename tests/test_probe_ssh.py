@@ -9,12 +9,12 @@ import sqlite3
 from collections.abc import Iterator
 
 import pytest
-from monitor_tick.core.tick import TickOptions, run_tick
 from typer.testing import CliRunner
 
 from monitor_tick import __version__
 from monitor_tick.cli.app import app
 from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import banner_server, refused_port, valid_cert
 from tests.sshd import Sshd, running_sshd

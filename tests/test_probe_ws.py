@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pytest
-from monitor_tick.core.tick import TickOptions, run_tick
 from typer.testing import CliRunner
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.http11 import Request, Response
@@ -25,6 +24,7 @@ from monitor_tick.core import clock
 from monitor_tick.probes import ws
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.request import USER_AGENT
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import HOST, LoopThread, cert_expiring_in, expired_cert, refused_port, valid_cert
 from tests.test_probe_tcp import listening_port
