@@ -15,6 +15,7 @@ import pytest
 import monitor_tick
 from monitor_tick import store
 from monitor_tick.probes import draft_monitor
+from tests import mariadb, redis_server
 from tests.postgres import Server, running_server
 
 
@@ -32,6 +33,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def pg_server() -> Iterator[Server]:
     """One PostgreSQL server for each test process (each xdist worker; see tests/postgres.py)."""
     with running_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def maria_server() -> Iterator[mariadb.Server]:
+    """One MariaDB server for each test process that needs one (see tests/mariadb.py)."""
+    with mariadb.running_server() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis() -> Iterator[redis_server.Server]:
+    """One Redis server for each test process that needs one (see tests/redis_server.py)."""
+    with redis_server.running_server() as server:
         yield server
 
 

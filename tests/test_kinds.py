@@ -38,6 +38,9 @@ SAMPLE_URLS = {
     "smtp": "smtp://mail.example.test:587?starttls=1",
     "ssh": "ssh://example.test",
     "ws": "wss://example.test/socket",
+    "postgresql": "postgresql://app:${PG_PASSWORD}@db.example.test/app",
+    "mysql": "mysql://app:pw@db.example.test:3307/shop?tls=1",
+    "redis": "rediss://:pw@cache.example.test/2",
 }
 # A value other than every kind's default, per option.
 OTHER_VALUES = {
@@ -105,12 +108,42 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
         ("tls://:443", "url has no host"),
         ("heartbeat:", "a heartbeat's url is the word 'heartbeat'"),
         ("http://example.test:99999/", "url is not valid: Port out of range 0-65535"),
+        ("postgresql://db.example.test/app", "postgresql:// needs a user: postgresql://user[:password]@host[:port]/dbname"),
+        ("postgres://app@db.example.test/a/b", "postgresql:// takes one database name after the host"),
+        ("postgresql://app@db.example.test/app?sslmode=strict", "sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full (got 'strict')"),
+        ("postgresql://app@db.example.test/app?sslmode=verify-full", "sslmode=verify-full needs sslrootcert=PATH (a CA file) or sslrootcert=system"),
+        ("postgresql://app@db.example.test/app?sslmode=verify-ca&sslrootcert=ca.pem", "sslrootcert must be an absolute path or system (got 'ca.pem')"),
+        ("postgresql://app@db.example.test/app?options=-c%20x", "postgresql:// does not take 'options': only sslmode, sslrootcert, host"),
+        ("postgresql://app@db.example.test/app?host=run/pg", "host must be an absolute path (got 'run/pg')"),
+        ("postgresql://app@db.example.test/app?host=/run/pg", "postgresql:// with host= takes no host but localhost"),
+        ("postgresql://app@/app", "url has no host"),
+        ("mysql://db.example.test/shop", "mysql:// needs a user: mysql://user[:password]@host[:port][/dbname]"),
+        ("mariadb://app@db.example.test:0/shop", "port 0 cannot be connected to"),
+        ("mysql://app@db.example.test/shop?ssl=1", "mysql:// does not take 'ssl': only unix_socket, tls"),
+        ("mysql://app@db.example.test/shop?tls=true", "tls takes only 1 (got 'true'): tls=1 requires TLS"),
+        ("mysql://app@db.example.test/shop#x", "mysql:// takes no #fragment"),
+        ("redis://cache.example.test/db1", "redis:// takes a database number after the host (got 'db1')"),
+        ("redis://cache.example.test?db=1", "redis:// does not take 'db': no parameters"),
     ],
 )
 def test_urls_a_kind_cannot_use_are_refused_with_a_cause(url: str, cause: str) -> None:
     with pytest.raises(InvalidMonitor) as refused:
         new_monitor(name=None, url=url, interval_sec=300, aligned=False, given={})
     assert str(refused.value) == cause
+
+
+@pytest.mark.parametrize(
+    ("tls", "plain", "refusal"),
+    [
+        ("rediss://cache.example.test", "redis://cache.example.test", "--expires-within needs a rediss:// url"),
+        ("mysql://app@db.example.test?tls=1", "mysql://app@db.example.test", r"--expires-within needs tls=1 \(mysql://...\?tls=1\)"),
+    ],
+)
+def test_a_database_certificate_expiry_is_judged_only_over_tls(tls: str, plain: str, refusal: str) -> None:
+    given = {"expires_within_sec": 86_400}
+    assert new_monitor(name=None, url=tls, interval_sec=300, aligned=False, given=given).expires_within_sec == 86_400
+    with pytest.raises(InvalidMonitor, match=f"^{refusal}$"):
+        new_monitor(name=None, url=plain, interval_sec=300, aligned=False, given=given)
 
 
 def test_a_row_whose_option_does_not_fit_its_kind_is_an_invalid_monitor() -> None:

@@ -101,6 +101,9 @@ def add(
             "smtp://host[:port][?starttls=1] (a mail server greets with 220; with STARTTLS, its certificate); "
             "ssh://host[:port] (an SSH server identifies itself; no login); "
             "ws(s)://host[:port]/path (a WebSocket opens and closes cleanly; the `ws` extra); "
+            "postgresql://user[:password]@host[:port]/dbname, mysql://user[:password]@host[:port][/dbname] and "
+            "redis(s)://[[user]:password@]host[:port][/db] (the server lets the user in and answers SELECT 1, "
+            "a ping, PING; a password may be a ${VAR} reference; each needs its extra: postgres, mysql, redis); "
             "or the word heartbeat "
             "(a cron job pings it: prints the token instead of the id). "
             "It may hold ${ENV_VAR} references (not in the scheme or port), resolved by the tick: "
@@ -132,8 +135,8 @@ def add(
     expires_within: Annotated[
         str | None,
         typer.Option(
-            help="tls://, https://, smtp://...?starttls=1, wss://: down when the certificate expires within "
-            "this, e.g. 30d. [default: 14d for tls:// and smtp://, no check for https:// and wss://]"
+            help="tls://, https://, smtp://...?starttls=1, wss://, rediss://, mysql://...?tls=1: down when the "
+            "certificate expires within this, e.g. 30d. [default: 14d for tls:// and smtp://, no check for the others]"
         ),
     ] = None,
     grace: Annotated[

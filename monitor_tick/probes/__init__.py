@@ -48,7 +48,7 @@ from monitor_tick.core.model import (
     normal_name,
 )
 from monitor_tick.core.redact import ENV_REFERENCE, redact_url
-from monitor_tick.probes import dns, heartbeat, http, icmp, request, smtp, ssh, tcp, tls, ws
+from monitor_tick.probes import dns, heartbeat, http, icmp, mysql, postgresql, redis, request, smtp, ssh, tcp, tls, ws
 from monitor_tick.probes.base import Kind, Probe, ProbeContext
 
 __all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
@@ -63,6 +63,9 @@ KINDS: tuple[Kind, ...] = (
     smtp.KIND,
     ssh.KIND,
     ws.KIND,
+    postgresql.KIND,
+    mysql.KIND,
+    redis.KIND,
 )
 
 PROBES: dict[str, Kind] = {kind.name: kind for kind in KINDS}

@@ -28,6 +28,7 @@ _SHARED = ipaddress.ip_network("100.64.0.0/10")
 
 
 BLOCKED = "blocked: "  # how the cause of a refused connection begins
+UNIX_SOCKETS = f"{BLOCKED}unix sockets"  # a unix socket is this machine's own: never allowed
 
 
 class BlockedAddress(OSError):
@@ -99,7 +100,7 @@ class GuardedBackend(Backend):
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.AsyncNetworkStream:
-        raise BlockedAddress(f"{BLOCKED}unix sockets")
+        raise BlockedAddress(UNIX_SOCKETS)
 
 
 def guarded_transport(
