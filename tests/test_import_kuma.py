@@ -365,6 +365,43 @@ def test_kuma_smtp_and_2_1_websocket_monitors_become_smtp_and_ws_monitors(tmp_pa
     assert "5 added, 0 already there, 1 skipped" in out
 
 
+# fmt: off
+DATABASE_MONITORS = [
+    dict(id=1, name='pg', type='postgres', database_connection_string='postgres://app:pg%40pw@db.lan:5433/app?sslmode=require', database_query='SELECT 1', interval=60, timeout=10, active=1),
+    # Kuma sends radius_password, when set, as a MySQL monitor's password instead of the string's own
+    dict(id=2, name='shop db', type='mysql', database_connection_string='mysql://shop:old-pw@db.lan/shop', radius_password='n3w:p@ss', database_query='SELECT count(*) FROM orders', interval=120, timeout=5, active=1),
+    dict(id=3, name='cache', type='redis', database_connection_string='rediss://:r3d1s@cache.lan:6380/1', ignore_tls=1, interval=60, timeout=5, active=1),
+    dict(id=4, name='sessions', type='redis', database_connection_string='redis://cache.lan', interval=60, timeout=5, active=0),
+    dict(id=5, name='template', type='postgres', database_connection_string='postgres://username:password@host:port/database', interval=60, active=1),
+    dict(id=6, name='mongo', type='mongodb', database_connection_string='mongodb://mongo.lan/app', interval=60, active=1),
+]
+# fmt: on
+
+
+@pytest.mark.parametrize("schema", [KUMA_1_23, KUMA_2_0], ids=["1.23", "2.0"])
+def test_postgres_mysql_and_redis_monitors_become_database_monitors(tmp_path: Path, db_path: str, schema: str) -> None:
+    kuma_db = make_kuma_db(tmp_path / "kuma.db", schema, DATABASE_MONITORS)
+    done = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    rows = monitors(db_path)
+    assert {name: (row["kind"], row["url"], row["enabled"]) for name, row in rows.items()} == {
+        "pg": ("postgresql", "postgres://app:pg%40pw@db.lan:5433/app?sslmode=require", 1),
+        "shop db": ("mysql", "mysql://shop:n3w%3Ap%40ss@db.lan/shop", 1),
+        "cache": ("redis", "rediss://:r3d1s@cache.lan:6380/1", 1),
+        "sessions": ("redis", "redis://cache.lan", 0),
+    }
+    assert (rows["pg"]["timeout_s"], rows["shop db"]["interval_sec"]) == (10.0, 120)
+    out = done.stdout
+    assert "- custom query not carried over: monitor-tick logs in and makes its own round trip" in out
+    assert out.count("custom query not carried over") == 1  # Kuma's default SELECT 1 is what monitor-tick runs
+    assert "- ignore TLS errors not carried over: rediss:// verifies the certificate" in out
+    assert "skipped   template: cannot be added: url is not valid: " in out
+    assert "skipped   mongo: Kuma type mongodb (a MongoDB query) has no monitor-tick kind" in out
+    assert "4 added, 0 already there, 2 skipped" in out
+    for secret in ("pg%40pw", "pg@pw", "old-pw", "n3w", "r3d1s"):
+        assert secret not in out
+
+
 @pytest.mark.parametrize("content", [b"", b"not a database at all\n" * 100, "monitor-tick"])
 def test_a_file_that_is_not_a_kuma_database_is_one_line(tmp_path: Path, db_path: str, content: bytes | str) -> None:
     path = tmp_path / "other.db"

@@ -15,6 +15,9 @@ setting that changes what a check does is either carried over or named in a note
     smtp                   smtp://host:port; "Use STARTTLS" adds ?starttls=1 (SMTPS: skipped)
     websocket-upgrade      the ws(s):// URL as it is (2.1)
     push                   a heartbeat keeping its token (`serve` takes /api/push/TOKEN)
+    postgres, mysql,       its connection string as the URL (postgresql://, mysql://, redis://);
+    redis                  a MySQL monitor's radius_password, Kuma's override of the string's
+                           own password, becomes the URL's; a custom query is not run
     group                  not a check: its monitors get its name as their group
     anything else          skipped, with the reason
 
@@ -48,6 +51,8 @@ SOURCE = "uptime-kuma"
 # Kuma's monitor columns the importer cannot do without: a table lacking one is not Kuma's
 _REQUIRED = frozenset({"id", "name", "active", "interval", "url", "type", "hostname", "port", "maxretries"})
 _CERT_DAYS = 14  # Kuma warns 7, 14 and 21 days ahead; monitor-tick's default is 14
+# Kuma's database monitor types: a connection string each, imported as a URL of the same kind
+_DATABASES = ("postgres", "mysql", "redis")
 _PLAIN_PATH = re.compile(r"^\$?\.?([A-Za-z_][\w-]*|\[\d+\])((\.[A-Za-z_][\w-]*)|(\.\d+)|(\[\d+\]))*$")
 _UNSUPPORTED_TYPES = {
     "grpc-keyword": "gRPC",
@@ -58,11 +63,8 @@ _UNSUPPORTED_TYPES = {
     "mqtt": "an MQTT topic",
     "kafka-producer": "a Kafka producer",
     "sqlserver": "a SQL Server query",
-    "postgres": "a PostgreSQL query",
-    "mysql": "a MySQL query",
     "mongodb": "a MongoDB query",
     "radius": "a RADIUS login",
-    "redis": "a Redis server",
     "tailscale-ping": "a Tailscale ping",
     "snmp": "an SNMP query",
     "rabbitmq": "a RabbitMQ node",
@@ -163,7 +165,18 @@ def _monitor(row: dict[str, Any]) -> Planned:
     kind = row["type"]
     if kind in _UNSUPPORTED_TYPES:
         raise channels.Unmapped(f"Kuma type {kind} ({_UNSUPPORTED_TYPES[kind]}) has no monitor-tick kind")
-    if kind not in ("http", "keyword", "json-query", "port", "ping", "dns", "push", "smtp", "websocket-upgrade"):
+    if kind not in (
+        "http",
+        "keyword",
+        "json-query",
+        "port",
+        "ping",
+        "dns",
+        "push",
+        "smtp",
+        "websocket-upgrade",
+        *_DATABASES,
+    ):
         raise channels.Unmapped(f"Kuma type {kind!r} has no monitor-tick kind")
     if row.get("upside_down"):
         raise channels.Unmapped("upside-down mode (up when the check fails) has no monitor-tick equivalent")
@@ -206,6 +219,8 @@ def _monitor(row: dict[str, Any]) -> Planned:
         planned.url = _smtp_url(row, notes)
     elif kind == "websocket-upgrade":
         planned.url = _websocket(row, notes)
+    elif kind in _DATABASES:
+        planned.url = _database_url(row, notes)
     else:
         _http(row, planned)
     return planned
@@ -269,6 +284,31 @@ def _dns_url(row: dict[str, Any], notes: list[str]) -> str:
         else:
             notes.append("DNS conditions not carried over: only one `record equals VALUE` maps (to expect=)")
     return f"dns://{row['hostname']}?{urlencode(params)}"
+
+
+def _database_url(row: dict[str, Any], notes: list[str]) -> str:
+    """A postgres, mysql or redis monitor's connection string, as the URL of its kind."""
+    url = str(row.get("database_connection_string") or "").strip()
+    if row["type"] == "mysql" and row.get("radius_password"):
+        url = _with_password(url, str(row["radius_password"]))
+    query = " ".join(str(row.get("database_query") or "").split()).rstrip(";").upper()
+    if query not in ("", "SELECT 1"):
+        notes.append("custom query not carried over: monitor-tick logs in and makes its own round trip")
+    if json.loads(row.get("conditions") or "[]"):
+        notes.append("query result conditions not carried over")
+    if row["type"] == "redis" and row.get("ignore_tls") and url.lower().startswith("rediss:"):
+        notes.append("ignore TLS errors not carried over: rediss:// verifies the certificate")
+    return url
+
+
+def _with_password(url: str, password: str) -> str:
+    """`url` with `password` as its password (percent-encoded), the user kept as written."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    userinfo, at, host = authority.rpartition("@")
+    if not sep or not at:  # no user to give it to: the URL is imported as it is, and checked
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:{quote(password, safe='')}@{host}{slash}{tail}"
 
 
 def _http(row: dict[str, Any], planned: Planned) -> None:
