@@ -144,6 +144,27 @@ def test_a_lost_network_sets_aside_only_the_checks_that_never_reached_their_host
     assert conn.execute("SELECT monitor_id, cause FROM incidents").fetchall() == [(broken_page, "status 503")]
 
 
+@pytest.mark.parametrize(
+    "url", ["postgresql://app@db.invalid/app", "mysql://app@db.invalid/shop", "redis://:pw@cache.invalid/1"]
+)
+def test_a_lost_network_sets_aside_a_database_check_that_never_reached_its_host(
+    conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    """A database's name does not resolve, nor does the canary's: the check is set aside like
+    an http one, whatever its kind's prefix (`redis: dns`)."""
+    invalid_names_fail(monkeypatch)
+    monitor = add(conn, url, retries=0)
+    store.set_setting(conn, store.CANARY_SETTING, "http://router.invalid/")
+    with freeze_time("2026-12-01T00:00:05Z", real_asyncio=True):
+        report = run_tick(TickOptions(db_path=db_path, retry_delay_s=0))
+    assert report.network_lost
+    kind = url.partition(":")[0]
+    assert [(r.monitor_id, r.status, r.cause) for r in report.results] == [
+        (monitor, "unknown", f"network lost ({kind}: dns)")
+    ]
+    assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
+
+
 def test_when_the_one_home_server_dies_incidents_open_and_alerts_go_out(conn: sqlite3.Connection, db_path: str) -> None:
     """Ten services on one host, no canary: the host goes away (its connections are refused)."""
     home = LocalServer().start()
