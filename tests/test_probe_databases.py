@@ -201,6 +201,19 @@ def test_tls_verifies_the_certificate_for_the_urls_name_and_judges_its_expiry(
     assert outcomes(report)["tls"] == ("down", f"{kind}: tls: {untrusted}")
 
 
+def test_a_unix_socket_that_is_not_there_is_down_and_never_a_network_failure(
+    conn: sqlite3.Connection, db_path: str, tmp_path: Path
+) -> None:
+    # the server is not running here: nothing on the way failed, so a failed canary never sets
+    # it aside as this host's lost network (connect error would)
+    add(conn, f"postgresql://app@/app?host={tmp_path}", name="postgresql", retries=0)
+    add(conn, f"mysql://app@localhost?unix_socket={tmp_path}/mysqld.sock", name="mysql", retries=0)
+    assert outcomes(tick(db_path)) == {
+        "postgresql": ("down", "postgresql: socket not found"),
+        "mysql": ("down", "mysql: socket not found"),
+    }
+
+
 @pytest.mark.parametrize("kind", ["postgresql", "mysql", "redis"])
 def test_a_server_that_never_answers_is_down_with_a_timeout_within_the_monitors_timeout(
     conn: sqlite3.Connection, db_path: str, kind: str

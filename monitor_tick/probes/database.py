@@ -37,6 +37,7 @@ from monitor_tick.probes.net import (
 AUTHENTICATION_FAILED = "authentication failed"
 NO_DATABASE = "database does not exist"
 TOO_MANY_CONNECTIONS = "too many connections"
+SOCKET_NOT_FOUND = "socket not found"
 
 
 @dataclass(frozen=True)
@@ -161,5 +162,7 @@ def os_cause(kind: str, exc: BaseException) -> str:
     TLS error (ssl.SSLError is an OSError), and for TimeoutError."""
     if isinstance(exc, TimeoutError):
         return f"{kind}: timeout"
+    if isinstance(exc, FileNotFoundError):  # a unix socket: the server is not running here
+        return f"{kind}: {SOCKET_NOT_FOUND}"
     cause = cause_of_os_error(exc)
     return prefixed(kind, "tls: handshake failed" if cause == "tls" else cause)

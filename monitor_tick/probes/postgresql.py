@@ -53,7 +53,9 @@ _MESSAGES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("does not match host name",), "tls: certificate is for another host"),
     (("certificate has expired",), "tls: certificate expired"),
     (("certificate verify failed",), "tls: certificate not trusted"),
+    (("root certificate file",), "tls: cannot read sslrootcert"),
     (("connection refused",), "connect refused"),
+    (("no such file or directory",), database.SOCKET_NOT_FOUND),  # a unix socket
     (("timeout expired",), "timeout"),
     (("could not translate host name",), "dns"),
     (("failed to resolve host",), "dns"),
