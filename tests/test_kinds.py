@@ -124,6 +124,7 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
         ("mysql://app@db.example.test/shop#x", "mysql:// takes no #fragment"),
         ("redis://cache.example.test/db1", "redis:// takes a database number after the host (got 'db1')"),
         ("redis://cache.example.test?db=1", "redis:// does not take 'db': no parameters"),
+        ("redis://ops@cache.example.test", "redis:// with a user needs its password: redis://user:password@host"),
     ],
 )
 def test_urls_a_kind_cannot_use_are_refused_with_a_cause(url: str, cause: str) -> None:

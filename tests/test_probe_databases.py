@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import sqlite3
 import ssl
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -224,6 +227,45 @@ def test_a_server_that_never_answers_is_down_with_a_timeout_within_the_monitors_
         report = tick(db_path)
     assert [(r.status, r.cause) for r in report.results] == [("down", f"{kind}: timeout")]
     assert report.duration_ms < 5_000
+
+
+@contextmanager
+def another_service() -> Iterator[int]:
+    """A 127.0.0.1 port where another service answers (an SSH server's banner, to anything)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(16)
+
+        def serve() -> None:
+            while True:
+                try:
+                    client, _ = listener.accept()
+                except OSError:  # the listener closed: the test is over
+                    return
+                with client:
+                    client.sendall(b"SSH-2.0-OpenSSH_9.2\r\n")
+                    client.settimeout(2)
+                    with suppress(OSError):
+                        client.recv(1024)
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        try:
+            yield listener.getsockname()[1]
+        finally:
+            with suppress(OSError):
+                listener.shutdown(socket.SHUT_RDWR)  # wakes accept() in the thread, which ends
+            thread.join(timeout=5)
+
+
+def test_a_port_where_another_service_answers_is_down_with_a_protocol_error(
+    conn: sqlite3.Connection, db_path: str
+) -> None:
+    with another_service() as port:
+        for kind in ("postgresql", "mysql", "redis"):
+            add(conn, f"{kind}://someone:pw@127.0.0.1:{port}/{'0' if kind == 'redis' else 'db'}", name=kind, retries=0)
+        report = tick(db_path)
+    assert outcomes(report) == {kind: ("down", f"{kind}: protocol error") for kind in ("postgresql", "mysql", "redis")}
 
 
 def test_a_slow_answer_is_down_under_max_latency(

@@ -38,6 +38,7 @@ AUTHENTICATION_FAILED = "authentication failed"
 NO_DATABASE = "database does not exist"
 TOO_MANY_CONNECTIONS = "too many connections"
 SOCKET_NOT_FOUND = "socket not found"
+PROTOCOL_ERROR = "protocol error"  # what answered does not speak the kind's protocol
 
 
 @dataclass(frozen=True)

@@ -164,7 +164,7 @@ def cause_of_error(pymysql: ModuleType, exc: BaseException) -> str:
         return _ERRORS[code]
     if isinstance(exc, pymysql.err.OperationalError | pymysql.err.InternalError) and code is not None:
         return f"error {code}"
-    return "protocol error"
+    return database.PROTOCOL_ERROR
 
 
 def _target(monitor: Monitor) -> database.Target:

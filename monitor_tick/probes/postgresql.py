@@ -60,6 +60,8 @@ _MESSAGES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("could not translate host name",), "dns"),
     (("failed to resolve host",), "dns"),
     (("server closed the connection unexpectedly",), "connection closed"),
+    (("invalid response to ssl negotiation",), database.PROTOCOL_ERROR),  # not PostgreSQL
+    (("expected authentication request",), database.PROTOCOL_ERROR),
     (("ssl",), "tls: handshake failed"),
 )
 
@@ -112,6 +114,8 @@ def cause_of_error(exc: BaseException) -> str:
     """A short cause for a psycopg error, from libpq's message (never the message itself: it
     names the user, the database and the address)."""
     text = str(exc).lower()
+    # libpq says why each attempt failed (sslmode=prefer tries TLS, then without): the last one's
+    text = text[max(text.rfind("failed: "), 0) :]
     for words, cause in _MESSAGES:
         if all(word in text for word in words):
             return cause

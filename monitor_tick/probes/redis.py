@@ -73,6 +73,8 @@ def cause_of_error(redis: ModuleType, exc: BaseException) -> str:
         return "loading its dataset"
     if isinstance(exc, redis.TimeoutError):
         return "timeout"
+    if isinstance(exc, redis.exceptions.InvalidResponse):
+        return database.PROTOCOL_ERROR
     if isinstance(exc, redis.ConnectionError):
         # a socket or TLS error, which redis-py raises again as its own
         underlying = exc.__cause__ or exc.__context__
@@ -131,6 +133,8 @@ def _scheme(monitor: Monitor) -> str:
 
 def _check(monitor: Monitor) -> None:
     target = _target(monitor)
+    if target.user and target.password is None:  # AUTH takes a user with a password, or a password
+        raise InvalidMonitor("redis:// with a user needs its password: redis://user:password@host")
     if target.path and not (target.path.isdigit() and target.path.isascii()):
         raise InvalidMonitor(f"redis:// takes a database number after the host (got {target.path!r})")
     database.check_expiry(monitor, _scheme(monitor) == TLS_SCHEME, "a rediss:// url")
