@@ -17,12 +17,12 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
-from monitor_tick.core.tick import TickOptions, TickReport, run_tick
 
 from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.model import expiry_text
 from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.run.tick import TickOptions, TickReport, run_tick
 from tests import daemons, mariadb, redis_server
 from tests.commands import created_or_nothing
 from tests.conftest import add, rollup
@@ -331,13 +331,13 @@ def test_passwords_may_be_references_and_are_never_printed(
     literal = cli(db, "add", maria_server.url(), "--name", "literal", "--every", "1m")
     assert literal.returncode == 0 and created_or_nothing(literal.stderr, db)
     reference = f"redis://:${{MT_REDIS_PASSWORD}}@127.0.0.1:{redis.port}"
-    referenced = cli(db, "add", reference, "--name", "referenced", "--every", "1m")
+    env = {"MT_REDIS_PASSWORD": redis_server.PASSWORD}
+    referenced = cli(db, "add", reference, "--name", "referenced", "--every", "1m", env=env)
     assert referenced.returncode == 0 and referenced.stderr == ""
     raw = sqlite3.connect(db)
     raw.execute("UPDATE monitors SET created_at_ms = 0")
     raw.commit()
     raw.close()
-    env = {"MT_REDIS_PASSWORD": redis_server.PASSWORD}
     done = cli(db, "--minute", str(hour_start - 60), "--json", "--retry-delay", "0", env=env)
     assert done.returncode == 0 and done.stderr == ""
     assert {r["name"]: r["status"] for r in json.loads(done.stdout)["results"]} == {"literal": "up", "referenced": "up"}
@@ -362,3 +362,23 @@ def test_passwords_may_be_references_and_are_never_printed(
         printed.append(cli(db, *command, env=env).stdout)
     for text in printed:
         assert mariadb.PASSWORD not in text and redis_server.PASSWORD not in text
+
+
+def test_a_password_from_the_environment_is_sent_as_it_is_whatever_characters_it_holds(
+    conn: sqlite3.Connection, db_path: str, pg: PgServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each tick resolves the URL's references; a value in the user info (a password with '@',
+    ':', '/' or '%') is that value, never read as the URL's own punctuation."""
+    hard = "p@ss:w/rd%41?#"
+    with pg.admin() as admin:
+        if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = 'watcher2'").fetchone() is None:
+            admin.execute("CREATE ROLE watcher2 LOGIN PASSWORD 'p@ss:w/rd%41?#'")
+            hba = Path(pg.directory) / "data" / "pg_hba.conf"
+            hba.write_text("host all watcher2 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
+            admin.execute("SELECT pg_reload_conf()")
+    add(conn, f"postgresql://watcher2:${{MT_TEST_PG_PW}}@127.0.0.1:{pg.port}/postgres", name="from env", retries=0)
+    monkeypatch.setenv("MT_TEST_PG_PW", hard)
+    assert outcomes(tick(db_path)) == {"from env": ("up", None)}
+    monkeypatch.setenv("MT_TEST_PG_PW", "wrong")
+    report = run_tick(TickOptions(db_path=db_path, retry_delay_s=0, force=True))
+    assert outcomes(report) == {"from env": ("down", "postgresql: authentication failed")}

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from monitor_tick.core.model import (
     COMMON_SETTINGS,
@@ -202,13 +202,25 @@ def resolved(monitor: Monitor, env: Mapping[str, str] | None = None) -> Monitor:
     a URL that is no longer usable once resolved (said without its values)."""
     if "${" not in monitor.url:
         return monitor
-    probed = dataclasses.replace(monitor, url=request.resolve(monitor.url, env, carrier="a URL"))
+    probed = dataclasses.replace(monitor, url=_resolved_url(monitor.url, env))
     try:
         check_monitor(probed)
     except InvalidMonitor:
         names = ", ".join(dict.fromkeys(ENV_REFERENCE.findall(monitor.url)))
         raise request.UnresolvedReference(f"the url is not usable with {names} resolved (check their values)") from None
     return probed
+
+
+def _resolved_url(url: str, env: Mapping[str, str] | None) -> str:
+    """`url` with its references resolved; a value in the user info (a password, say) is
+    percent-encoded there, so that its '@', ':' or '/' stay part of it and its '%' is its own."""
+    scheme, sep, rest = url.partition("://")
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    userinfo, at, host_and_after = rest[:end].rpartition("@")
+    if not (sep and at and "${" in userinfo):
+        return request.resolve(url, env, carrier="a URL")
+    encoded = request.resolve(userinfo, env, carrier="a URL", encode=lambda value: quote(value, safe=""))
+    return scheme + sep + encoded + at + request.resolve(host_and_after + rest[end:], env, carrier="a URL")
 
 
 def _unresolved_url(monitor: Monitor) -> str | None:

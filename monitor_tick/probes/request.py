@@ -21,7 +21,7 @@ import os
 import re
 import ssl
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from monitor_tick.core.model import METHODS, InvalidMonitor, Monitor, line_breaker
@@ -38,9 +38,15 @@ class UnresolvedReference(InvalidMonitor):
     """A ${ENV_VAR} reference to a variable that is not set (or holds a line break)."""
 
 
-def resolve(text: str, env: Mapping[str, str] | None = None, carrier: str = "a header") -> str:
-    """`text` with each ${ENV_VAR} replaced by its value. Raises UnresolvedReference naming the
-    variable (never its value); `carrier` is what cannot carry a line break, for its message."""
+def resolve(
+    text: str,
+    env: Mapping[str, str] | None = None,
+    carrier: str = "a header",
+    encode: Callable[[str], str] = str,
+) -> str:
+    """`text` with each ${ENV_VAR} replaced by its value (through `encode`). Raises
+    UnresolvedReference naming the variable (never its value); `carrier` is what cannot carry a
+    line break, for its message."""
     env = os.environ if env is None else env
 
     def value(match: re.Match[str]) -> str:
@@ -50,7 +56,7 @@ def resolve(text: str, env: Mapping[str, str] | None = None, carrier: str = "a h
         found = env[name]
         if line_breaker(found):
             raise UnresolvedReference(f"environment variable {name} holds a character {carrier} cannot carry")
-        return found
+        return encode(found)
 
     return ENV_REFERENCE.sub(value, text)
 
