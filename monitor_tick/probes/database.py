@@ -1,9 +1,10 @@
 """What the database kinds share (postgresql://, mysql://, redis://): their URL, its user and
 password, where the driver connects, and the causes every driver's failures have in common.
 
-Secrets. The user and password in the URL may be, or hold, `${ENV_VAR}` references, resolved
-from the tick's environment when the monitor is probed (probes/request.py's rule: a variable
-that is not set is a configuration error, said hourly). A literal password is stored as given
+Secrets. The user and password in the URL may be, or hold, `${ENV_VAR}` references, which each
+tick resolves before the probe sees the URL, as for every kind (probes.resolved: a variable that
+is not set is a configuration error, said hourly; a value is percent-encoded in the user info,
+so a password keeps its '@' and '/'). A literal password is stored as given
 and never printed: output shows URLs through core/redact.py, and causes are our own words,
 never a driver's message (those carry user names, addresses and the server's own text).
 
@@ -24,7 +25,6 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import request
 from monitor_tick.probes.guard import UNIX_SOCKETS, AddressGuard, BlockedAddress
 from monitor_tick.probes.net import (
     cause_of_os_error,
@@ -44,7 +44,7 @@ PROTOCOL_ERROR = "protocol error"  # what answered does not speak the kind's pro
 @dataclass(frozen=True)
 class Target:
     """A checked database URL's parts. `host` is None for a unix socket (`socket`: its path,
-    or libpq's socket directory); user and password are as written (references unresolved)."""
+    or libpq's socket directory); user and password are percent-decoded."""
 
     host: str | None
     port: int
@@ -53,13 +53,6 @@ class Target:
     password: str | None
     path: str
     params: Mapping[str, str]
-
-    def credentials(self) -> tuple[str | None, str | None]:
-        """(user, password) with their ${VAR} references resolved. Raises UnresolvedReference."""
-        return (
-            None if self.user is None else request.resolve(self.user),
-            None if self.password is None else request.resolve(self.password),
-        )
 
     async def address(self, guard: AddressGuard | None) -> str | None:
         """Under `guard`, the address the driver must connect to (the name resolved and checked;
@@ -135,15 +128,6 @@ def answered(monitor: Monitor, now_ms: int, latency_ms: int, cert: dict[str, Any
     expires_at_ms = cert_expires_at_ms(cert) if tls else None
     cause = expiry_cause(monitor, now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None
     return ProbeResult("down" if cause else "up", latency_ms, None, cause, expires_at_ms)
-
-
-def unresolved(target: Target) -> str | None:
-    """Why the target's user or password cannot be resolved in this environment, or None."""
-    try:
-        target.credentials()
-    except request.UnresolvedReference as exc:
-        return str(exc)
-    return None
 
 
 def driver_check(module: str, package: str, extra: str) -> Callable[[], str | None]:

@@ -112,7 +112,7 @@ async def _open(target: database.Target, address: str | None) -> socket.socket:
 def _login(pymysql: ModuleType, target: database.Target, tls: ssl.SSLContext | None, timeout_s: float) -> Any:
     """A PyMySQL connection not yet connected, its timeouts `timeout_s` (the deadline left); with
     `tls`, TLS is required and verified with it."""
-    user, password = target.credentials()
+    user, password = target.user, target.password
     timeout_s = max(timeout_s, 0.001)
     return pymysql.connections.Connection(
         host=target.host or "localhost",  # kept for TLS: the name, never the address connected to
@@ -198,7 +198,6 @@ KIND = Kind(
     usage=USAGE,
     probe=latency.judged(probe_mysql),
     check=_check,
-    unusable=lambda monitor: database.unresolved(_target(monitor)),
     host_check=database.driver_check("pymysql", "PyMySQL", "mysql"),
     options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
 )

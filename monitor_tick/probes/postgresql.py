@@ -67,9 +67,9 @@ _MESSAGES: tuple[tuple[tuple[str, ...], str], ...] = (
 
 
 def settings_of(target: database.Target, address: str | None, timeout_s: float) -> dict[str, Any]:
-    """libpq's connection parameters for `target` (references resolved): every one that would
-    otherwise come from the environment is given. Raises UnresolvedReference."""
-    user, password = target.credentials()
+    """libpq's connection parameters for `target`: every one that would
+    otherwise come from the environment is given."""
+    user, password = target.user, target.password
     settings: dict[str, Any] = {
         "host": target.socket if target.host is None else target.host,
         "port": target.port,
@@ -152,7 +152,6 @@ KIND = Kind(
     usage=USAGE,
     probe=latency.judged(probe_postgresql),
     check=_check,
-    unusable=lambda monitor: database.unresolved(_target(monitor)),
     host_check=database.driver_check("psycopg", "psycopg", "postgres"),
     options=frozenset({"timeout_s", "retries", latency.OPTION}),
 )

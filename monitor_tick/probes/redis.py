@@ -30,7 +30,7 @@ async def probe_redis(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     target = _target(monitor)
     tls = _scheme(monitor) == TLS_SCHEME
     redis = _redis()
-    user, password = target.credentials()
+    user, password = target.user, target.password
     start = time.perf_counter()
     connection = None
     try:
@@ -154,7 +154,6 @@ KIND = Kind(
     usage="redis(s)://[[user]:password@]host[:port][/db]",
     probe=latency.judged(probe_redis),
     check=_check,
-    unusable=lambda monitor: database.unresolved(_target(monitor)),
     host_check=database.driver_check("redis", "redis-py", "redis"),
     options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
 )
