@@ -138,7 +138,7 @@ def test_a_tick_that_lost_its_network_warns_once_on_stderr_and_still_exits_0(
     assert (code, out) == (0, "")
     assert err == (
         "monitor-tick: network looks down from here: 5 of 5 checks failed to reach their host "
-        "(dns, connect error); counted as unknown, no incidents opened, nobody notified\n"
+        "(dns, connect error); counted as unknown, no incidents opened for them, nobody notified\n"
     )
 
 

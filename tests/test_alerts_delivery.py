@@ -21,7 +21,7 @@ from monitor_tick.core.model import AlertSettings, Monitor
 from monitor_tick.run import tick as tick_module
 from monitor_tick.run.report import TickReport
 from monitor_tick.run.tick import TickOptions, run_tick
-from tests.conftest import add, traced_writes
+from tests.conftest import add, rollup, traced_writes
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer, refused_port, send_response
 
@@ -415,6 +415,31 @@ def test_a_failing_canary_marks_even_one_failed_check_as_our_own_outage(
     store.set_setting(conn, store.CANARY_SETTING, f"http://router{offline_dns}/")
     assert tick(db_path, "2026-12-01T00:00:05Z").network_lost
     assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
+
+
+def test_a_failing_canary_never_sets_aside_a_check_of_this_host_itself(
+    conn: sqlite3.Connection, db_path: str, offline_dns: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This host's resolver is broken: `localhost` does not resolve either. A check of this host
+    # never crossed a network, so its failure is this host's: down, whatever the canary says.
+    lookup = socket.getaddrinfo
+
+    def broken(host: object, *args: object, **kwargs: object) -> object:
+        if host in ("localhost", b"localhost"):
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        return lookup(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", broken)
+    remote = add(conn, f"http://site{offline_dns}/", name="remote", retries=0)
+    local = add(conn, f"http://localhost:{refused_port()}/", name="local", retries=0)
+    store.set_setting(conn, store.CANARY_SETTING, f"http://router{offline_dns}/")
+    report = tick(db_path, "2026-12-01T00:00:05Z")
+    assert report.network_lost
+    assert {r.monitor_id: (r.status, r.cause) for r in report.results} == {
+        remote: ("unknown", "network lost (dns)"),
+        local: ("down", "dns"),
+    }
+    assert rollup(conn, local) == (1, 1) and rollup(conn, remote) == (0, 0)
 
 
 def test_each_host_may_have_its_own_canary_before_the_shared_one(

@@ -223,6 +223,15 @@ def test_an_offline_tick_sets_aside_only_checks_that_never_reached_their_host() 
     ]
 
 
+def test_an_offline_tick_never_sets_aside_a_check_of_this_host_itself() -> None:
+    # monitor 1 is on a loopback address or a unix socket: its failure never crossed a network
+    assert policy.offline(results("dns", "connect error", "tcp: connect error"), host_local={1, 2}) == [
+        CheckResult(0, "unknown", None, None, "network lost (dns)"),
+        CheckResult(1, "down", None, None, "connect error"),
+        CheckResult(2, "down", None, None, "tcp: connect error"),
+    ]
+
+
 # --- channel URLs -----------------------------------------------------------------------------
 
 

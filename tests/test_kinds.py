@@ -19,6 +19,7 @@ from monitor_tick.probes import (
     Kind,
     ProbeContext,
     check_monitor,
+    host_local,
     monitor_from_row,
     new_monitor,
 )
@@ -145,6 +146,29 @@ def test_a_database_certificate_expiry_is_judged_only_over_tls(tls: str, plain: 
     assert new_monitor(name=None, url=tls, interval_sec=300, aligned=False, given=given).expires_within_sec == 86_400
     with pytest.raises(InvalidMonitor, match=f"^{refusal}$"):
         new_monitor(name=None, url=plain, interval_sec=300, aligned=False, given=given)
+
+
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://127.0.0.1:8080/health", "a loopback address"),
+        ("https://LOCALHOST/", "a loopback address"),
+        ("http://app.localhost/", "a loopback address"),
+        ("tcp://[::1]:5432", "a loopback address"),
+        ("tcp://[::ffff:127.0.0.2]:5432", "a loopback address"),
+        ("tls://0.0.0.0", "a loopback address"),
+        ("icmp://127.8.9.10", "a loopback address"),
+        ("dns://example.org?server=127.0.0.53", "a loopback address"),  # the server, not the name
+        ("dns://localhost?server=192.0.2.53", None),
+        ("https://example.org/", None),
+        ("http://10.0.0.5/", None),  # private, but another machine
+        ("tcp://localhost.example.org:22", None),
+        ("heartbeat", None),
+    ],
+)
+def test_a_monitor_of_this_machine_itself_is_host_local(url: str, local: str | None) -> None:
+    monitor = new_monitor(name=None, url=url, interval_sec=60, aligned=False, given={})
+    assert host_local(monitor) == local
 
 
 def test_a_row_whose_option_does_not_fit_its_kind_is_an_invalid_monitor() -> None:

@@ -6,7 +6,7 @@ Sending lives in alerts/notify.py; state lives in store/deliveries.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 
 from monitor_tick.core import clock
@@ -172,7 +172,9 @@ def network_lost(results: Sequence[CheckResult], canary: CheckResult | None = No
     evidence, a canary check (probed when some check failed at network level) that failed at
     network level too. A canary that answered -- a 404, a 503, a refusal -- proves our network
     works. Without a canary nothing is set aside, however many checks failed alike: one home
-    server losing power, or the DNS of the one domain all monitors live under, looks the same."""
+    server losing power, or the DNS of the one domain all monitors live under, looks the same.
+    `results` leaves out checks of this host itself (see `offline`): they say nothing of the
+    network."""
     if canary is None:
         return False
     return is_network_failure(canary) and any(is_network_failure(r) for r in results)
@@ -181,12 +183,16 @@ def network_lost(results: Sequence[CheckResult], canary: CheckResult | None = No
 OFFLINE_CAUSE = "network lost"
 
 
-def offline(results: Sequence[CheckResult]) -> list[CheckResult]:
+def offline(results: Sequence[CheckResult], host_local: Collection[int] = ()) -> list[CheckResult]:
     """The results of a tick whose network was lost: checks that never reached their host become
     unknown (counted neither way, so they open nothing); up checks, and down checks that got an
-    answer (a 503, a missing keyword, a refusal), are real answers and stay."""
+    answer (a 503, a missing keyword, a refusal), are real answers and stay. So do the checks of
+    `host_local` monitors (ids: a loopback address, a unix socket): they never crossed a network,
+    so whatever failed them is this host's own, never the network's."""
     return [
-        replace(r, status="unknown", cause=f"{OFFLINE_CAUSE} ({r.cause})") if is_network_failure(r) else r
+        replace(r, status="unknown", cause=f"{OFFLINE_CAUSE} ({r.cause})")
+        if is_network_failure(r) and r.monitor_id not in host_local
+        else r
         for r in results
     ]
 

@@ -161,8 +161,8 @@ def tick_warnings(report: TickReport) -> list[str]:
     if report.network_lost and report.summary is not None:
         offline = sum(deferred.alert_policy().is_offline(r) for r in report.results)
         lines.append(
-            f"network looks down from here: {offline} of {len(report.results)} checks failed "
-            "to reach their host (dns, connect error); counted as unknown, no incidents opened, nobody notified"
+            f"network looks down from here: {offline} of {len(report.results)} checks failed to reach their "
+            "host (dns, connect error); counted as unknown, no incidents opened for them, nobody notified"
         )
     if report.delivery is not None:
         lines += report.delivery.warnings

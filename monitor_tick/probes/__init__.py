@@ -244,3 +244,9 @@ def split_usable(monitors: list[Monitor]) -> tuple[list[Monitor], list[tuple[int
         else:
             unusable.append((monitor.id, f"cannot be probed here: {reason}"))
     return usable, unusable
+
+
+def host_local(monitor: Monitor) -> str | None:
+    """What makes a checked monitor's target this machine itself ('a loopback address', 'a unix
+    socket'), or None (Kind.host_local)."""
+    return PROBES[monitor.kind].host_local(monitor)

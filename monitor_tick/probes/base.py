@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from monitor_tick.core.model import Monitor, ProbeResult
 
@@ -42,6 +44,32 @@ Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]
 DEFAULT_OPTIONS = frozenset({"timeout_s", "retries"})
 
 
+def loopback(host: str | None) -> str | None:
+    """'a loopback address' when `host` (a URL's host) is this machine itself: a loopback or
+    unspecified address, or a `localhost` name (RFC 6761); else None. A name is not resolved:
+    one that resolves to 127.0.0.1 is not seen here."""
+    if not host:
+        return None
+    name = host.lower().rstrip(".")
+    if name == "localhost" or name.endswith(".localhost"):
+        return "a loopback address"
+    try:
+        address = ipaddress.ip_address(name.strip("[]"))
+    except ValueError:
+        return None
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return "a loopback address" if address.is_loopback or address.is_unspecified else None
+
+
+def url_host_local(monitor: Monitor) -> str | None:
+    """Kind.host_local for a kind whose URL's host is what it connects to."""
+    try:
+        return loopback(urlsplit(monitor.url).hostname)
+    except ValueError:
+        return None
+
+
 @dataclass(frozen=True)
 class Kind:
     """Everything that differs between kinds of monitor.
@@ -58,6 +86,9 @@ class Kind:
               or None: a configuration error the tick reports hourly, never down
     host_check  why this machine cannot probe any monitor of this kind (icmp: ping not allowed),
               or None; as `unusable`, and `list` shows such monitors `invalid`
+    host_local  what makes a monitor's target this machine itself ('a loopback address', 'a unix
+              socket'), or None: its failure never crossed a network, so a failed network canary
+              never sets it aside, and a fleet refuses it (each host would probe its own)
     """
 
     name: str
@@ -70,6 +101,7 @@ class Kind:
     pinged: bool = False
     unusable: Callable[[Monitor], str | None] = lambda monitor: None
     host_check: Callable[[], str | None] = lambda: None
+    host_local: Callable[[Monitor], str | None] = url_host_local
 
 
 MAX_CONDITION_CHARS = 120  # of one failed condition's cause; a check has at most six conditions

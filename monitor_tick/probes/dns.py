@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, urlsplit
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import latency
-from monitor_tick.probes.base import Kind, ProbeContext
+from monitor_tick.probes.base import Kind, ProbeContext, loopback
 from monitor_tick.probes.net import cause_of_os_error, prefixed
 
 DEFAULT_TYPE = "A"
@@ -145,6 +145,7 @@ KIND = Kind(
     probe=latency.judged(probe_dns),
     check=_check,
     options=frozenset({"timeout_s", "retries", latency.OPTION}),
+    host_local=lambda monitor: loopback(query_of(monitor)[2]),  # the server asked, not the name
 )
 
 

@@ -290,10 +290,14 @@ def _round(run: _Run, rows: list[dict[str, Any]], options: TickOptions, buckets:
     network_lost = False
     if results:
         policy = _alert_policy()
+        # a check of this host itself (a loopback address, a unix socket) never crossed a
+        # network: it neither asks the canary nor is set aside by it
+        host_local = {m.id for m in usable if _probes().host_local(m)}
+        remote = [r for r in results if r.monitor_id not in host_local]
         timeout_s = min(CANARY_TIMEOUT_S, run.left_s(NETWORK_DEADLINE_S, time.perf_counter()))
-        network_lost = policy.network_lost(results, _probe_canary(conn, results, options, now_ms, timeout_s))
+        network_lost = policy.network_lost(remote, _probe_canary(conn, remote, options, now_ms, timeout_s))
         if network_lost:
-            results = policy.offline(results)
+            results = policy.offline(results, host_local)
     store.set_busy_timeout(conn, min(options.busy_timeout_s, run.left_s(WRITE_DEADLINE_S, time.perf_counter())))
     duration_ms = clock.elapsed_ms(run.started, time.perf_counter())
     rerun = claim.rerun

@@ -56,13 +56,15 @@ def test_when_the_one_domain_of_all_monitors_stops_resolving_incidents_open_and_
 
 
 def test_a_lost_network_with_a_failing_canary_is_still_set_aside(db_path: str, local_server: LocalServer) -> None:
-    """The tick runs in an empty network namespace: even 127.0.0.1 is unreachable from it, so
-    every probe and the canary fail to reach their host."""
+    """The tick runs in an empty network namespace: no name resolves and no address is reached
+    from it, so every probe and the canary fail to reach their host. A check of this host itself
+    (127.0.0.1, whose loopback is down there too) never crossed a network: it stays down."""
     conn = store.open_db(db_path)
     try:
         for n in range(10):
-            add(conn, local_server.url(f"/ok?n={n}"), name=f"app{n}", retries=0)
-        store.set_setting(conn, store.CANARY_SETTING, local_server.url("/ok?canary"))
+            add(conn, f"http://app{n}.lost.invalid/", name=f"app{n}", retries=0)
+        local = add(conn, local_server.url("/ok?local"), name="local", retries=0)
+        store.set_setting(conn, store.CANARY_SETTING, "http://router.lost.invalid/")
     finally:
         conn.close()
     done = subprocess.run(
@@ -75,15 +77,18 @@ def test_a_lost_network_with_a_failing_canary_is_still_set_aside(db_path: str, l
     )
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert (summary["network_lost"], summary["down"], summary["unknown"], summary["opened"]) == (True, 0, 10, 0)
+    assert (summary["network_lost"], summary["down"], summary["unknown"], summary["opened"]) == (True, 1, 10, 1)
+    assert [(r["name"], r["status"], r["cause"]) for r in summary["results"] if r["status"] == "down"] == [
+        ("local", "down", "connect error")
+    ]
     assert done.stderr == (
-        "monitor-tick: network looks down from here: 10 of 10 checks failed to reach their host "
-        "(dns, connect error); counted as unknown, no incidents opened, nobody notified\n"
+        "monitor-tick: network looks down from here: 10 of 11 checks failed to reach their host "
+        "(dns, connect error); counted as unknown, no incidents opened for them, nobody notified\n"
     )
     assert local_server.hits.total == 0  # nothing left the namespace
     conn = store.open_db(db_path)
     try:
-        assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
+        assert conn.execute("SELECT monitor_id FROM incidents").fetchall() == [(local,)]
     finally:
         conn.close()
 
