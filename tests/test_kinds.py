@@ -42,6 +42,7 @@ SAMPLE_URLS = {
     "postgresql": "postgresql://app:${PG_PASSWORD}@db.example.test/app",
     "mysql": "mysql://app:pw@db.example.test:3307/shop?tls=1",
     "redis": "rediss://:pw@cache.example.test/2",
+    "docker": "docker://web?host=unix:///run/docker.sock",
 }
 # A value other than every kind's default, per option.
 OTHER_VALUES = {
@@ -164,6 +165,10 @@ def test_a_database_certificate_expiry_is_judged_only_over_tls(tls: str, plain: 
         ("http://10.0.0.5/", None),  # private, but another machine
         ("tcp://localhost.example.org:22", None),
         ("heartbeat", None),
+        ("docker://web", "a unix socket"),
+        ("docker://web?host=unix:///run/user/1000/docker.sock", "a unix socket"),
+        ("docker://web?host=tcp://127.0.0.1:2375", "a loopback address"),
+        ("docker://web?host=tcp://engine.lan:2375", None),
     ],
 )
 def test_a_monitor_of_this_machine_itself_is_host_local(url: str, local: str | None) -> None:

@@ -104,6 +104,8 @@ def add(
             "postgresql://user[:password]@host[:port]/dbname, mysql://user[:password]@host[:port][/dbname] and "
             "redis(s)://[[user]:password@]host[:port][/db] (the server lets the user in and answers SELECT 1, "
             "a ping, PING; a password may be a ${VAR} reference; each needs its extra: postgres, mysql, redis); "
+            "docker://NAME[?host=ENGINE] (a container runs, and is healthy if it has a health check; ENGINE is "
+            "unix:///path/docker.sock, by default /var/run/docker.sock, or tcp://host:port); "
             "or the word heartbeat "
             "(a cron job pings it: prints the token instead of the id). "
             "It may hold ${ENV_VAR} references (not in the scheme or port), resolved by the tick: "

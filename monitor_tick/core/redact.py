@@ -10,15 +10,16 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 REDACTED = "***"
 # schemes whose query is our own settings, never a secret (dns://name?type=A&server=IP,
-# smtp://host?starttls=1)
-_PLAIN_QUERY_SCHEMES = frozenset({"dns", "smtp"})
+# smtp://host?starttls=1, docker://NAME?host=unix:///run/docker.sock)
+_PLAIN_QUERY_SCHEMES = frozenset({"dns", "smtp", "docker"})
 # ${ENV_VAR} in a monitor's header values, basic auth and body: resolved by the tick, so the
 # secret lives in cron's environment, not in the database, and the reference may be shown
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def redact_url(url: str) -> str:
-    """The URL with user:password and every query value replaced by *** (a dns:// query is kept).
+    """The URL with user:password and every query value replaced by *** (a dns:// or docker://
+    query is kept).
 
     'https://u:p@h/x?token=abc&a=1' -> 'https://***@h/x?token=***&a=***'. Never raises; text
     that does not parse as a URL is returned with everything after the host hidden.

@@ -48,10 +48,25 @@ from monitor_tick.core.model import (
     normal_name,
 )
 from monitor_tick.core.redact import ENV_REFERENCE, redact_url
-from monitor_tick.probes import dns, heartbeat, http, icmp, mysql, postgresql, redis, request, smtp, ssh, tcp, tls, ws
-from monitor_tick.probes.base import Kind, Probe, ProbeContext
+from monitor_tick.probes import (
+    dns,
+    docker,
+    heartbeat,
+    http,
+    icmp,
+    mysql,
+    postgresql,
+    redis,
+    request,
+    smtp,
+    ssh,
+    tcp,
+    tls,
+    ws,
+)
+from monitor_tick.probes.base import NOT_HERE, Kind, Probe, ProbeContext, is_not_here
 
-__all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext"]
+__all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext", "is_not_here"]
 
 KINDS: tuple[Kind, ...] = (
     http.KIND,
@@ -66,6 +81,7 @@ KINDS: tuple[Kind, ...] = (
     postgresql.KIND,
     mysql.KIND,
     redis.KIND,
+    docker.KIND,
 )
 
 PROBES: dict[str, Kind] = {kind.name: kind for kind in KINDS}
@@ -242,7 +258,7 @@ def split_usable(monitors: list[Monitor]) -> tuple[list[Monitor], list[tuple[int
         if reason is None:
             usable.append(monitor)
         else:
-            unusable.append((monitor.id, f"cannot be probed here: {reason}"))
+            unusable.append((monitor.id, f"{NOT_HERE}{reason}"))
     return usable, unusable
 
 

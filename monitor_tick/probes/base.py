@@ -42,6 +42,19 @@ class ProbeContext:
 Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]
 
 DEFAULT_OPTIONS = frozenset({"timeout_s", "retries"})
+NOT_HERE = "cannot be probed here: "  # how the cause of a configuration error begins
+
+
+def not_here(reason: str) -> ProbeResult:
+    """What a probe answers when this machine's configuration stops it, not the target (a socket
+    this user may not open): like Kind.unusable's reasons, the tick records no check and says
+    `reason` once an hour. Unknown, so it is never retried."""
+    return ProbeResult("unknown", None, None, NOT_HERE + reason)
+
+
+def is_not_here(cause: str | None) -> bool:
+    """Whether a probe's cause is a configuration error (not_here)."""
+    return cause is not None and cause.startswith(NOT_HERE)
 
 
 def loopback(host: str | None) -> str | None:

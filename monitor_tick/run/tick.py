@@ -284,6 +284,9 @@ def _round(run: _Run, rows: list[dict[str, Any]], options: TickOptions, buckets:
     tick_options = dataclasses.replace(options, budget_s=budget_s)
     probes = _probe(usable, tick_options, now_ms, loaded, recent) if usable else []
     results = [CheckResult.of(m.id, p) for m, p in zip(usable, probes, strict=True)]
+    # a probe stopped by this machine's configuration (a socket it may not open) records nothing
+    refused += [(r.monitor_id, r.cause or "") for r in results if _probes().is_not_here(r.cause)]
+    results = [r for r in results if not _probes().is_not_here(r.cause)]
     if options.guard is not None:
         results, guard_refused = _set_refusals_aside(results)
         refused += guard_refused
