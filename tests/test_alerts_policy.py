@@ -188,6 +188,7 @@ def test_without_a_canary_no_tick_is_offline_however_its_checks_failed(checks: l
     [
         (results("dns"), "dns", True),  # the canary decides, even for one check
         (results("dns"), "connect error", True),
+        (results("docker: dns", "docker: connect error"), "dns", True),  # a tcp:// engine elsewhere
         # the canary got an answer (a 404, a 503, a refusal): our network works, whatever it said
         (results("dns"), "status 404", False),
         (results("dns", "connect error"), "status 503", False),
