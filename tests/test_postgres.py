@@ -367,6 +367,67 @@ def test_hosts_lines_each_column_up_under_its_heading(pg_server: Server, local_s
         assert [value.end() for value in re.finditer(r"\S+", row)][-4:] == ends, (header, row)
 
 
+def test_on_a_fleet_a_monitor_of_one_host_itself_is_refused_in_one_line(pg_server: Server, tmp_path: Path) -> None:
+    """Once two hosts have ticked the database (`monitor-tick hosts`), a monitor of a loopback
+    address or of a unix socket would be each host probing itself: add, edit, apply and import
+    refuse it, and take everything else."""
+    url = pg_server.fresh_database()
+    env = {**os.environ, **clock_at(clock.minute_start_ms(MINUTE) + 5_000)}
+
+    def on_db(*args: str) -> subprocess.CompletedProcess[str]:
+        return run(*args, "--db", url, env=env)
+
+    assert on_db("add", "http://127.0.0.1:9/", "--name", "local").returncode == 0  # one host: its own
+    for minute, host in ((MINUTE, "h1"), (MINUTE + 1, "h2")):
+        ticked = run("--db", url, "--host-name", host, env={**os.environ, **clock_at(clock.minute_start_ms(minute))})
+        assert ticked.returncode == 0, ticked.stderr
+    loopback = (
+        "monitor-tick: a loopback address is host-local, and 2 hosts tick this database (monitor-tick hosts): "
+        "each would probe itself; monitors of one host need a database of their own\n"
+    )
+    socket_line = loopback.replace("a loopback address", "a unix socket")
+    for target, line in (
+        ("http://localhost:8080/", loopback),
+        ("tcp://[::1]:22", loopback),
+        ("docker://web", socket_line),
+        ("docker://web?host=tcp://127.0.0.1:2375", loopback),
+    ):
+        refused = on_db("add", target, "--name", "refused")
+        assert (refused.returncode, refused.stdout, refused.stderr) == (1, "", line), target
+    for target in ("https://example.org/", "docker://web?host=tcp://engine.example:2375"):
+        assert on_db("add", target).returncode == 0, target
+    assert on_db("edit", "local", "--name", "still-local").returncode == 0  # its URL unchanged
+    edited = on_db("edit", "https://example.org/", "--url", "http://127.0.0.1:8080/")
+    assert (edited.returncode, edited.stderr) == (1, loopback)
+    config = tmp_path / "monitors.toml"
+    config.write_text('[monitors.ssh]\nurl = "tcp://127.0.0.1:22"\ninterval_sec = 60\n')
+    applied = on_db("apply", str(config))
+    assert (applied.returncode, applied.stdout) == (2, "")
+    assert applied.stderr == f"monitor-tick: {config}:2: monitors.ssh.url: {loopback.removeprefix('monitor-tick: ')}"
+    gatus = tmp_path / "gatus.yaml"
+    gatus.write_text(
+        "endpoints:\n"
+        '  - {name: ssh, url: "tcp://127.0.0.1:22", conditions: ["[CONNECTED] == true"]}\n'
+        '  - {name: site, url: "https://example.net/", conditions: ["[STATUS] == 200"]}\n'
+    )
+    imported = on_db("import", "gatus", str(gatus))
+    assert imported.returncode == 0, imported.stderr
+    assert (
+        f"  skipped   ssh: cannot be added here: {loopback.removeprefix('monitor-tick: ').strip()}" in imported.stdout
+    )
+    names = {row["name"] for row in json.loads(on_db("list", "--json").stdout)}
+    assert names == {"still-local", "https://example.org/", "docker://web?host=tcp://engine.example:2375", "site"}
+
+
+def test_a_sqlite_file_is_one_host_s_whatever_names_ticked_it(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    for minute, host in ((MINUTE, "h1"), (MINUTE + 1, "h2")):
+        ticked = run("--db", db, "--host-name", host, env={**os.environ, **clock_at(clock.minute_start_ms(minute))})
+        assert ticked.returncode == 0, ticked.stderr
+    added = run("add", "http://127.0.0.1:9/", "--db", db)
+    assert added.returncode == 0 and added.stderr == ""
+
+
 def test_the_due_query_reads_monitors_due_on_postgresql(pg_server: Server) -> None:
     """PostgreSQL's monitors_due index matches the due query's expression (a mismatch would
     leave only a scan). On a small table the planner prefers a scan anyway, so scans are

@@ -134,8 +134,13 @@ def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int, al
     # monitors
     file_monitors = table(data, "monitors")
     monitors = {row["name"]: row for row in now["monitors"]}
+    hosts = store.fleet_hosts(conn)
     for name, entry in file_monitors.items():
-        desired = desired_monitor(name, entry)
+        desired, monitor = desired_monitor(name, entry)
+        if name not in monitors or monitors[name]["url"] != desired["url"]:  # one kept at its URL stays
+            refused = deferred.probes().fleet_refusal(monitor, hosts)
+            if refused:
+                raise FileError(refused, "monitors", name, "url")
         if desired["owner"] is not None and desired["owner"] not in owner_names:
             raise FileError(f"no owner {desired['owner']!r} in the file or the database", "monitors", name, "owner")
         string_refs = {

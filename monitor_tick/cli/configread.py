@@ -31,6 +31,7 @@ from monitor_tick.core.model import (
     OPTIONS,
     AlertSettings,
     InvalidMonitor,
+    Monitor,
     check_alert_settings,
     check_typed_name,
     normal_name,
@@ -236,8 +237,9 @@ def plan_floor(name: str, entry: dict[str, Any]) -> int:
     return floor
 
 
-def desired_monitor(name: str, entry: dict[str, Any]) -> dict[str, Any]:
-    """A monitor's columns as the file wants them (kind defaults filled in). Raises FileError."""
+def desired_monitor(name: str, entry: dict[str, Any]) -> tuple[dict[str, Any], Monitor]:
+    """A monitor's columns as the file wants them (kind defaults filled in), and the monitor
+    they make. Raises FileError."""
     probes = deferred.probes()
     checked_name(name, "monitor name", "monitors", name, may_be_number=False)
     for key in ("url", "interval_sec"):
@@ -278,7 +280,7 @@ def desired_monitor(name: str, entry: dict[str, Any]) -> dict[str, Any]:
                 raise ValueError
         except ValueError:
             raise FileError("token_sha256 must be 64 hex digits", "monitors", name, "token_sha256") from None
-    return desired
+    return desired, monitor
 
 
 def _key_named(message: str, entry: dict[str, Any]) -> list[str]:

@@ -111,6 +111,9 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
             )
         except InvalidMonitor as exc:
             fail(str(exc), 2)
+        refused = probes.fleet_refusal(new, store.fleet_hosts(conn)) if new.url != row["url"] else None
+        if refused:  # a monitor kept at its URL stays as it is
+            fail(refused)
         values = {column: getattr(new, column) for column in _FLAGS}
         values["kind"] = new.kind
         values["aligned"] = int(new.aligned)

@@ -254,6 +254,9 @@ def add(
         fail(f"no owner named {owner!r}")
     conn = connect(path, create=True)
     try:
+        refused = probes.fleet_refusal(monitor, store.fleet_hosts(conn))
+        if refused:
+            fail(refused)
         new_id = store.add_monitor(
             conn, monitor, owner, clock.now_ms(), alert_settings, token_sha256=token_sha256, name_given=name is not None
         )

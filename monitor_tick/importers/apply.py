@@ -15,7 +15,7 @@ from monitor_tick.core.clock import format_duration_s
 from monitor_tick.core.model import InvalidMonitor, check_alert_settings
 from monitor_tick.core.redact import redact_channel_url, redact_url
 from monitor_tick.importers.plan import Plan, Planned
-from monitor_tick.probes import PROBES, new_monitor
+from monitor_tick.probes import PROBES, fleet_refusal, new_monitor
 from monitor_tick.probes.heartbeat import token_digest
 
 
@@ -27,9 +27,10 @@ class Summary:
     channels: int
 
 
-def checked(plan: Plan) -> list[tuple[Planned, store.ImportedMonitor]]:
-    """The plan's monitors that `add` would take, as the store adds them; the others move to
-    plan.skipped with `add`'s reason, and channels Apprise cannot use become notes."""
+def checked(plan: Plan, hosts: int = 1) -> list[tuple[Planned, store.ImportedMonitor]]:
+    """The plan's monitors that `add` would take, as the store adds them, into a database that
+    `hosts` hosts tick (store.fleet_hosts); the others move to plan.skipped with `add`'s reason,
+    and channels Apprise cannot use become notes."""
     usable: list[tuple[Planned, store.ImportedMonitor]] = []
     for planned in plan.monitors:
         try:
@@ -44,6 +45,10 @@ def checked(plan: Plan) -> list[tuple[Planned, store.ImportedMonitor]]:
             alerts = check_alert_settings(planned.alerts)
         except InvalidMonitor as exc:
             plan.skipped.append((planned.name, f"cannot be added: {exc}"))
+            continue
+        refused = fleet_refusal(monitor, hosts)
+        if refused:
+            plan.skipped.append((planned.name, f"cannot be added here: {refused}"))
             continue
         channels = []
         for label, url in planned.channels:
@@ -65,7 +70,7 @@ def run(
     """Import the plan (with `dry_run`, only say what would happen; `conn` None: no database
     yet, so nothing exists; `to_file`: `conn` is a scratch database that becomes a monitors file,
     so its ids are not reported). Returns the report's lines and its figures."""
-    usable = checked(plan)
+    usable = checked(plan, store.fleet_hosts(conn) if conn is not None and not to_file else 1)
     items = [item for _, item in usable]
     # before the import: which names were there already (for the report's reasons)
     names = store.existing_names(conn, [i.monitor.name for i in items]) if conn else set()

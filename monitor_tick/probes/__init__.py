@@ -266,3 +266,17 @@ def host_local(monitor: Monitor) -> str | None:
     """What makes a checked monitor's target this machine itself ('a loopback address', 'a unix
     socket'), or None (Kind.host_local)."""
     return PROBES[monitor.kind].host_local(monitor)
+
+
+def fleet_refusal(monitor: Monitor, hosts: int) -> str | None:
+    """Why a monitor may not be added to (or moved to a new URL in) a database that `hosts`
+    hosts tick (store.fleet_hosts), or None. On a fleet, one of this machine itself (a loopback
+    address, a unix socket) would be each host probing itself, its results mixed as one
+    monitor's: it needs locations, which monitors do not have yet, so it is refused."""
+    local = host_local(monitor) if hosts > 1 else None
+    if local is None:
+        return None
+    return (
+        f"{local} is host-local, and {hosts} hosts tick this database (monitor-tick hosts): "
+        "each would probe itself; monitors of one host need a database of their own"
+    )

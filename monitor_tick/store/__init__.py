@@ -101,6 +101,7 @@ from monitor_tick.store.manage import (
 from monitor_tick.store.pings import heartbeat_by_token, heartbeat_id, heartbeat_pings, record_ping
 from monitor_tick.store.reads import (
     first_tick_minute,
+    fleet_hosts,
     has_monitors,
     host_minutes,
     last_tick,
@@ -212,6 +213,7 @@ __all__ = [
     "update_monitor",
     "first_tick_minute",
     "host_minutes",
+    "fleet_hosts",
     "has_monitors",
     "last_tick",
     "recent_incidents",
