@@ -15,6 +15,7 @@ import pytest
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
+from monitor_tick.importers import kuma
 from monitor_tick.probes.heartbeat import token_digest
 from tests.conftest import monitor_rows, run_installed
 from tests.kuma_schema import KUMA_1_23, KUMA_2_0, KUMA_2_1
@@ -90,13 +91,21 @@ MONITORS = [
     dict(id=5, name='router', type='ping', hostname='192.168.1.1', interval=90, timeout=10, active=1),
     dict(id=6, name='dns', type='dns', hostname='example.org', dns_resolve_type='AAAA', dns_resolve_server='1.1.1.1', port=53, interval=600, timeout=5, active=1),
     dict(id=7, name='backups', type='push', push_token=PUSH_TOKEN, interval=86400, maxretries=1, active=1),
-    dict(id=8, name='container', type='docker', docker_container='web', interval=60, active=1),
+    dict(id=8, name='container', type='docker', docker_container='web', docker_host=1, interval=60, active=1),
     dict(id=9, name='Home', type='group', interval=60, active=1),
     dict(id=10, name='nas', type='http', url='https://nas.lan', interval=60, timeout=8, parent=9, ignore_tls=1, active=1),
     dict(id=11, name='flipped', type='http', url='https://example.org/down', interval=60, upside_down=1, active=1),
     dict(id=12, name='site', type='http', url='https://www.example.org', interval=60, timeout=5, active=1),
     dict(id=13, name='42', type='port', hostname='db2.lan', port=3306, interval=60, timeout=5, active=1),
     dict(id=14, name='count', type='json-query', url='https://api.example.org/list', interval=60, timeout=5, json_path='$count(items)', expected_value='3', active=1),
+    dict(id=15, name='compose db', type='docker', docker_container='app_db_1', docker_host=2, interval=60, timeout=10, active=1),
+    dict(id=16, name='tls engine', type='docker', docker_container='web', docker_host=3, interval=60, active=1),
+]
+# (id, name, docker_type, docker_daemon), as Kuma's Docker host dialog stores them
+DOCKER_HOSTS = [
+    (1, 'local', 'socket', '/var/run/docker.sock'),
+    (2, 'nas', 'tcp', 'tcp://10.0.0.7:2375'),
+    (3, 'secure', 'tcp', 'https://docker.lan:2376'),
 ]
 # fmt: on
 
@@ -107,6 +116,9 @@ def make_kuma_db(path: Path, schema: str, monitors: list[dict[str, object]] = MO
     conn = sqlite3.connect(path)
     conn.executescript(schema)
     conn.execute("INSERT INTO user (id, username, password) VALUES (1, 'admin', 'x')")
+    conn.executemany(
+        "INSERT INTO docker_host (id, user_id, name, docker_type, docker_daemon) VALUES (?, 1, ?, ?, ?)", DOCKER_HOSTS
+    )
     conn.executemany(
         "INSERT INTO notification (id,name,active,user_id,is_default,config) VALUES (?,?,?,?,?,?)", NOTIFICATIONS
     )
@@ -174,8 +186,29 @@ def test_kuma_monitors_become_monitors_as_add_makes_them(kuma_db: Path, db_path:
     # duplicate and refused names: renamed, the same way every time
     assert rows["site (2)"]["url"] == "https://www.example.org"
     assert rows["monitor 42"]["url"] == "tcp://db2.lan:3306"
-    assert "container" not in rows and "flipped" not in rows and "Home" not in rows
+    # a container on the local socket (Kuma's default) and one on an engine over TCP
+    assert (rows["container"]["kind"], rows["container"]["url"]) == ("docker", "docker://web")
+    assert rows["compose db"]["url"] == "docker://app_db_1?host=tcp://10.0.0.7:2375"
+    assert "tls engine" not in rows and "flipped" not in rows and "Home" not in rows
     assert rows["count"]["json_field"] is None
+
+
+@pytest.mark.parametrize(
+    ("docker_type", "daemon", "url"),
+    [
+        ("socket", "/var/run/docker.sock", "docker://web"),
+        ("socket", "/run/user/1000/docker.sock", "docker://web?host=unix:///run/user/1000/docker.sock"),
+        ("tcp", "tcp://10.0.0.7:2375", "docker://web?host=tcp://10.0.0.7:2375"),
+        ("tcp", "http://10.0.0.7:2375/", "docker://web?host=tcp://10.0.0.7:2375"),  # Kuma reads tcp:// as this
+    ],
+)
+def test_a_docker_monitor_asks_the_engine_of_its_docker_host(docker_type: str, daemon: str, url: str) -> None:
+    row = dict(
+        id=1, name="c", type="docker", docker_container="web", docker_host=7, interval=60, active=1, maxretries=0
+    )
+    host = {"id": 7, "name": "engine", "docker_type": docker_type, "docker_daemon": daemon}
+    plan = kuma.plan_of([row], [], [], [], {7: host})
+    assert [m.url for m in plan.monitors] == [url]
 
 
 def test_a_push_monitor_becomes_a_heartbeat_that_keeps_its_kuma_token(kuma_db: Path, db_path: str) -> None:
@@ -200,7 +233,10 @@ def test_the_report_lists_every_monitor_and_notification_not_carried_over_with_i
     kuma_db: Path, db_path: str
 ) -> None:
     out = run("import", "uptime-kuma", str(kuma_db), "--db", db_path).stdout
-    assert "skipped   container: Kuma type docker (a Docker container's state) has no monitor-tick kind" in out
+    assert (
+        "skipped   tls engine: Docker host 'secure' is reached over https with client certificates: "
+        "docker:// takes a unix socket or plain tcp://" in out
+    )
     assert "skipped   flipped: upside-down mode (up when the check fails) has no monitor-tick equivalent" in out
     assert "- renamed from 'site': an earlier monitor has its name" in out
     assert "- renamed from '42': an all-digit name reads as a monitor id" in out
@@ -215,7 +251,7 @@ def test_the_report_lists_every_monitor_and_notification_not_carried_over_with_i
     assert "tags not carried over: prod:eu" in out
     assert "notification 'Pushover' not imported: Kuma notification type 'pushover' has no Apprise mapping" in out
     assert "notification 'custom hook' not imported: webhook with a custom body (a Liquid template)" in out
-    assert "11 added, 0 already there, 2 skipped, 4 channels" in out
+    assert "13 added, 0 already there, 2 skipped, 4 channels" in out
     # secrets never shown: tokens, passwords, header values
     for secret in ("ABC-DEF", "hunter2", "s3cret", PUSH_TOKEN, "pw@"):
         assert secret not in out
@@ -248,7 +284,7 @@ def test_a_second_import_adds_nothing_twice(kuma_db: Path, db_path: str) -> None
     again = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
     assert again.returncode == 0
     assert monitors(db_path) == first
-    assert "0 added, 11 already there" in again.stdout
+    assert "0 added, 13 already there" in again.stdout
     assert "exists    site (2): a monitor of that name is already there; left as is" in again.stdout
 
 
@@ -257,7 +293,7 @@ def test_dry_run_writes_nothing_and_says_what_would_happen(kuma_db: Path, tmp_pa
     done = run("import", "uptime-kuma", str(kuma_db), "--dry-run", "--db", db_path)
     assert done.returncode == 0, done.stderr
     assert "would add site: https://example.org every 1m" in done.stdout
-    assert "11 to add, 0 already there, 2 skipped, 4 channels (dry run: nothing written)" in done.stdout
+    assert "13 to add, 0 already there, 2 skipped, 4 channels (dry run: nothing written)" in done.stdout
     assert not os.path.exists(db_path)
 
 

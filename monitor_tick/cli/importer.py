@@ -69,9 +69,10 @@ def import_uptime_kuma(
     db: DbOption = None,
 ) -> None:
     """Import Uptime Kuma 1.23 or 2.0 monitors: http, keyword, json-query (a plain path ==),
-    port, ping, dns and push (a heartbeat keeping its token: `serve` takes /api/push/TOKEN), with
-    their interval, timeout, statuses, method, headers, body, basic auth, paused state and
-    certificate expiry. Retries become --alert-after; notifications Apprise can send, channels."""
+    port, ping, dns, docker (its Docker host a socket or plain tcp) and push (a heartbeat keeping
+    its token: `serve` takes /api/push/TOKEN), with their interval, timeout, statuses, method,
+    headers, body, basic auth, paused state and certificate expiry. Retries become --alert-after;
+    notifications Apprise can send, channels."""
     _import(ctx, db, lambda importers: importers.kuma.read(database), dry_run, to_file)
 
 

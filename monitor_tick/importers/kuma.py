@@ -12,6 +12,9 @@ setting that changes what a check does is either carried over or named in a note
     ping                   icmp://host
     dns                    dns://name?type=T&server=IP[:PORT] (2.0: one `record equals V`
                            condition becomes &expect=V)
+    docker                 docker://CONTAINER, ?host=unix://PATH for another socket or
+                           ?host=tcp://HOST:PORT for a tcp:// or http:// engine (an https:// one,
+                           with client certificates, is skipped)
     smtp                   smtp://host:port; "Use STARTTLS" adds ?starttls=1 (SMTPS: skipped)
     websocket-upgrade      the ws(s):// URL as it is (2.1)
     push                   a heartbeat keeping its token (`serve` takes /api/push/TOKEN)
@@ -30,6 +33,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
@@ -48,6 +52,7 @@ from monitor_tick.importers.plan import (
 )
 
 SOURCE = "uptime-kuma"
+DEFAULT_DOCKER_SOCKET = "/var/run/docker.sock"  # Kuma's default, and docker://'s
 # Kuma's monitor columns the importer cannot do without: a table lacking one is not Kuma's
 _REQUIRED = frozenset({"id", "name", "active", "interval", "url", "type", "hostname", "port", "maxretries"})
 _CERT_DAYS = 14  # Kuma warns 7, 14 and 21 days ahead; monitor-tick's default is 14
@@ -56,7 +61,6 @@ _DATABASES = ("postgres", "mysql", "redis")
 _PLAIN_PATH = re.compile(r"^\$?\.?([A-Za-z_][\w-]*|\[\d+\])((\.[A-Za-z_][\w-]*)|(\.\d+)|(\[\d+\]))*$")
 _UNSUPPORTED_TYPES = {
     "grpc-keyword": "gRPC",
-    "docker": "a Docker container's state",
     "real-browser": "a page loaded in a browser",
     "steam": "a Steam game server",
     "gamedig": "a game server (GameDig)",
@@ -87,6 +91,7 @@ def read(path: str) -> Plan:
         if not _REQUIRED <= columns:
             raise ImportProblem(f"{path} is not an Uptime Kuma database (no monitor table with Kuma's columns)")
         monitors = [dict(row) for row in conn.execute("SELECT * FROM monitor ORDER BY id")]
+        docker_hosts = {row["id"]: dict(row) for row in conn.execute("SELECT * FROM docker_host")}
         notifications = [dict(row) for row in conn.execute("SELECT * FROM notification ORDER BY id")]
         links = [tuple(row) for row in conn.execute("SELECT monitor_id, notification_id FROM monitor_notification")]
         tags = [
@@ -100,7 +105,7 @@ def read(path: str) -> Plan:
         raise ImportProblem(f"{path} is not an Uptime Kuma database ({exc})") from None
     finally:
         conn.close()
-    return plan_of(monitors, notifications, links, tags)
+    return plan_of(monitors, notifications, links, tags, docker_hosts)
 
 
 def plan_of(
@@ -108,6 +113,7 @@ def plan_of(
     notifications: list[dict[str, Any]],
     links: list[tuple[int, int]],
     tags: list[tuple[int, str, str | None]],
+    docker_hosts: Mapping[int, dict[str, Any]] | None = None,
 ) -> Plan:
     plan = Plan(SOURCE)
     by_id = {m["id"]: m for m in monitors}
@@ -122,7 +128,7 @@ def plan_of(
         if row["type"] == "group":
             continue
         try:
-            planned = _monitor(row)
+            planned = _monitor(row, docker_hosts or {})
         except channels.Unmapped as exc:
             plan.skipped.append((str(row["name"]), str(exc)))
             continue
@@ -160,8 +166,9 @@ def _group(planned: Planned, name: str) -> None:
     planned.group = name
 
 
-def _monitor(row: dict[str, Any]) -> Planned:
-    """One Kuma monitor as a Planned one. Raises Unmapped when it cannot be expressed at all."""
+def _monitor(row: dict[str, Any], docker_hosts: Mapping[int, dict[str, Any]]) -> Planned:
+    """One Kuma monitor as a Planned one (`docker_hosts`: Kuma's by id). Raises Unmapped when
+    it cannot be expressed at all."""
     kind = row["type"]
     if kind in _UNSUPPORTED_TYPES:
         raise channels.Unmapped(f"Kuma type {kind} ({_UNSUPPORTED_TYPES[kind]}) has no monitor-tick kind")
@@ -172,6 +179,7 @@ def _monitor(row: dict[str, Any]) -> Planned:
         "port",
         "ping",
         "dns",
+        "docker",
         "push",
         "smtp",
         "websocket-upgrade",
@@ -221,6 +229,8 @@ def _monitor(row: dict[str, Any]) -> Planned:
         planned.url = _websocket(row, notes)
     elif kind in _DATABASES:
         planned.url = _database_url(row, notes)
+    elif kind == "docker":
+        planned.url = _docker_url(row, docker_hosts)
     else:
         _http(row, planned)
     return planned
@@ -261,6 +271,33 @@ def _websocket(row: dict[str, Any], notes: list[str]) -> str:
     if row.get("ws_ignore_sec_websocket_accept_header"):
         notes.append("ignore Sec-WebSocket-Accept not carried over: monitor-tick checks the header")
     return str(row["url"] or "")
+
+
+def _docker_url(row: dict[str, Any], docker_hosts: Mapping[int, dict[str, Any]]) -> str:
+    """docker://CONTAINER for a Kuma docker monitor, with its Docker host as ?host= unless it
+    is the default socket. Kuma reaches a `socket` host at its path, and a `tcp` one at its
+    URL, tcp:// read as http://; an https:// one with the client certificates Kuma keeps in its
+    data directory, which a docker:// monitor has no setting for. Raises Unmapped."""
+    container = str(row.get("docker_container") or "").strip()
+    host = docker_hosts.get(row.get("docker_host"))
+    if host is None:
+        raise channels.Unmapped("a docker monitor without its Docker host")
+    daemon = str(host.get("docker_daemon") or "").strip()
+    parts = urlsplit(daemon)
+    if host.get("docker_type") == "socket":
+        engine = f"unix://{daemon}"
+    elif parts.scheme in ("tcp", "http"):
+        engine = f"tcp://{parts.netloc}"
+    elif parts.scheme == "https":
+        raise channels.Unmapped(
+            f"Docker host {host.get('name')!r} is reached over https with client certificates: "
+            "docker:// takes a unix socket or plain tcp://"
+        )
+    else:
+        raise channels.Unmapped(f"Docker host {host.get('name')!r} is neither a socket nor a tcp:// or http:// URL")
+    if engine == f"unix://{DEFAULT_DOCKER_SOCKET}":
+        return f"docker://{container}"
+    return f"docker://{container}?host={engine}"
 
 
 def _dns_url(row: dict[str, Any], notes: list[str]) -> str:
