@@ -303,8 +303,8 @@ def test_an_import_into_a_database_that_does_not_exist_yet_creates_it_and_says_s
     db = str(tmp_path / "new.db")
     done = run("import", "uptime-kuma", str(kuma_db), "--db", db)
     assert (done.returncode, done.stderr) == (0, f"monitor-tick: created database {db}\n")
-    assert "11 added, 0 already there, 2 skipped, 4 channels" in done.stdout
-    assert len(monitors(db)) == 11
+    assert "13 added, 0 already there, 2 skipped, 4 channels" in done.stdout
+    assert len(monitors(db)) == 13
     again = run("import", "uptime-kuma", str(kuma_db), "--db", db)
     assert (again.returncode, again.stderr) == (0, "")  # said once: the database is there now
 
