@@ -14,7 +14,8 @@
     due.py         due selection (SELECT_DUE, fetched as DUE_IDS) and the rollups that order the probes
     results.py     a tick's results: rollups, incident steps, the ledger's figures; housekeeping
     deliveries.py  incident events, channels, the deliveries outbox, settings
-    manage.py      plans, owners, monitors, maintenance windows (add, edit, list, pause, remove)
+    manage.py      monitors (add, edit, list, pause, remove), and finding one by name
+    accounts.py    plans, owners, maintenance windows (add, edit, list, remove)
     reads.py       report, status page, badges and metrics: reads only
     pings.py       heartbeat tokens and pings
     imports.py     monitors brought in from another tool, all in one transaction
@@ -35,6 +36,20 @@ module is its own.
 
 from typing import Any
 
+from monitor_tick.store.accounts import (
+    add_maintenance,
+    add_maintenance_schedule,
+    add_owner,
+    add_plan,
+    edit_owner,
+    edit_plan,
+    list_maintenance,
+    list_owners,
+    list_plans,
+    remove_maintenance,
+    remove_owner,
+    remove_plan,
+)
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, is_postgres_url, write_tx
 from monitor_tick.store.deliveries import (
     CANARY_SETTING,
@@ -75,26 +90,14 @@ from monitor_tick.store.ledger import (
     claim_minutes,
 )
 from monitor_tick.store.manage import (
-    add_maintenance,
-    add_maintenance_schedule,
     add_monitor,
-    add_owner,
-    add_plan,
-    edit_owner,
-    edit_plan,
     incidents_for,
-    list_maintenance,
     list_monitors,
-    list_owners,
-    list_plans,
     monitor_detail,
     monitor_id,
     monitor_row,
     next_checks,
-    remove_maintenance,
     remove_monitor,
-    remove_owner,
-    remove_plan,
     set_paused,
     update_monitor,
 )
