@@ -447,3 +447,31 @@ def test_a_monitor_that_cannot_be_probed_costs_a_write_when_that_changes_and_one
     monkeypatch.setenv(UNSET, TOKEN)
     assert tick(at(1, hour=1)) == ([("DELETE FROM", "invalid_monitors")], [])
     assert tick(at(2, hour=1)) == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("url", "env", "cause", "said"),
+    [
+        # a host is no secret: the kind's own words stay whole, so the canary can read them
+        ("redis://${REDIS_HOST}:6379", {"REDIS_HOST": "redis"}, "redis: dns", "redis: dns"),
+        ("postgresql://app:${PW}@db.example.test/x", {"PW": "s"}, "postgresql: connect error", "postgresql: connect error"),
+        ("tcp://${H}:22", {"H": "connect"}, "tcp: connect error", "tcp: connect error"),
+        # a value in the query, the user info or the path is hidden where it stands whole
+        ("dns://example.org?server=192.0.2.53&expect=${IP}", {"IP": "192.0.2.1"}, "dns: expected 192.0.2.1, got 192.0.2.7", "dns: expected ${IP}, got 192.0.2.7"),
+        ("https://ops:${PW}@example.test/", {"PW": "hunter2"}, "probe failed: https://ops:hunter2@example.test/", "probe failed: https://ops:${PW}@example.test/"),
+        ("https://hc.example.test/ping/${UUID}", {"UUID": "0f3a-77"}, "status 404 at /ping/0f3a-77", "status 404 at /ping/${UUID}"),
+    ],
+)
+def test_a_cause_hides_the_secrets_it_quotes_and_never_the_kinds_own_words(
+    url: str, env: dict[str, str], cause: str, said: str
+) -> None:
+    from monitor_tick.alerts import policy
+    from monitor_tick.core.model import CheckResult
+    from monitor_tick.probes import new_monitor
+    from monitor_tick.probes.request import hide_values
+
+    monitor = new_monitor(name="m", url=url, interval_sec=60, aligned=False, given={})
+    hidden = hide_values(cause, monitor, env)
+    assert hidden == said
+    network = CheckResult(1, "down", None, None, hidden)
+    assert policy.is_network_failure(network) == cause.endswith((": dns", ": connect error"))

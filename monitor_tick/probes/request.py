@@ -63,18 +63,30 @@ def resolve(
 
 def hide_values(text: str, monitor: Monitor, env: Mapping[str, str] | None = None) -> str:
     """`text` (a probe's cause, an error's message) with the value of each variable the monitor's
-    URL, headers, basic auth or body refers to replaced by its reference: a dns:// check's
-    `expect=${IP}` says 'expected ${IP}, got ...', never the address it was given."""
+    URL, headers, basic auth or body refers to replaced by its reference where it stands whole
+    (not inside a longer word): a dns:// check's `expect=${IP}` says 'expected ${IP}, got ...',
+    never the address it was given. A URL's host is no secret, and its value is left as it
+    is: a host named `redis` must not turn the kind's own 'redis: dns' into '${REDIS_HOST}:
+    dns', which the canary could no longer read."""
     env = os.environ if env is None else env
     names: dict[str, str] = {}
-    for setting in (monitor.url, monitor.headers, monitor.basic_auth, monitor.body):
+    for setting in (_without_host(monitor.url), monitor.headers, monitor.basic_auth, monitor.body):
         if setting and "${" in setting:
             for name in ENV_REFERENCE.findall(setting):
                 if env.get(name):
                     names[env[name]] = name
     for found in sorted(names, key=len, reverse=True):  # a value inside another is hidden with it
-        text = text.replace(found, "${" + names[found] + "}")
+        whole = re.compile(r"(?<![A-Za-z0-9])" + re.escape(found) + r"(?![A-Za-z0-9])")
+        text = whole.sub(lambda _, name=names[found]: "${" + name + "}", text)
     return text
+
+
+def _without_host(url: str) -> str:
+    """`url` without its host and port (scheme://[userinfo@]HOST[:PORT]/...)."""
+    scheme, sep, rest = url.partition("://")
+    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    userinfo, at, _ = rest[:end].rpartition("@")
+    return scheme + sep + userinfo + at + rest[end:]
 
 
 def request_headers(monitor: Monitor, env: Mapping[str, str] | None = None) -> dict[str, str]:
