@@ -521,3 +521,31 @@ def test_a_body_is_exported_as_written_only_when_it_is_json_with_no_key_named_li
     body: str, plain: bool
 ) -> None:
     assert configexport._plain_json(body) is plain
+
+
+def test_a_url_holding_references_is_stored_with_them_for_each_tick_to_resolve(tmp_path: Path) -> None:
+    """As `add` stores it: a password in a file never reaches the database (or the hosts of a
+    fleet) as its value; a URL that is one whole reference still needs its value at apply (its
+    scheme picks the kind)."""
+    db = str(tmp_path / "m.db")
+    file = tmp_path / "m.toml"
+    url = "postgresql://app:${MT_TEST_DB_PW}@db.example.test/app"
+    file.write_text(
+        f'[monitors.db]\nurl = "{url}"\ninterval_sec = 60\n\n'
+        '[monitors.api]\nurl = "${MT_TEST_API_URL}"\ninterval_sec = 60\n',
+        encoding="utf-8",
+    )
+    env = {"MT_TEST_DB_PW": "s3cret-db", "MT_TEST_API_URL": "https://api.example.test/health"}
+    ok(db, "apply", str(file), **env)
+    stored = dict(sqlite3.connect(db).execute("SELECT name, url FROM monitors").fetchall())
+    assert stored == {"db": url, "api": "https://api.example.test/health"}
+    assert ok(db, "apply", str(file), **env) == "no changes\n"
+    exported = ok(db, "export", **env)
+    assert f'url = "{url}"' in exported and 'url = "${MT_TEST_API_URL}"' in exported
+    # without the password here: applied all the same, with the warning add gives
+    unset = cli(db, "apply", str(file), MT_TEST_API_URL=env["MT_TEST_API_URL"])
+    assert (unset.returncode, unset.stdout) == (0, "no changes\n")
+    assert unset.stderr == (
+        "monitor-tick: monitor db: ${MT_TEST_DB_PW} is not set here; the tick reads it from its own environment "
+        "(set it there, e.g. in the crontab), or it cannot probe this monitor\n"
+    )

@@ -15,7 +15,7 @@ from monitor_tick import store
 from monitor_tick.cli.common import DbOption, connect, db_path, fail, read, warn_unset_references
 from monitor_tick.cli.configexport import EXPORT_MODE, export_text
 from monitor_tick.cli.configfile import Plan, read_plan
-from monitor_tick.cli.configread import FileError, line_of
+from monitor_tick.cli.configread import FileError, line_of, tick_resolves_url
 from monitor_tick.core import clock
 from monitor_tick.publish.atomic import describe_os_error, write_text_atomic
 
@@ -129,7 +129,8 @@ def apply(
 def _warn_unset_references(monitors: Any) -> None:
     """warn_unset_references for each monitor of a file that read_plan accepted."""
     for name, entry in (monitors or {}).items():
-        warn_unset_references(name, *(entry.get(key) for key in ("headers", "basic_auth", "body")))
+        url = entry.get("url") if tick_resolves_url(entry.get("url")) else None
+        warn_unset_references(name, url, *(entry.get(key) for key in ("headers", "basic_auth", "body")))
 
 
 @app.command()

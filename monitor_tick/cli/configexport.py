@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from monitor_tick import store
 from monitor_tick.cli import deferred
@@ -100,11 +101,17 @@ def _plain_json(body: str) -> bool:
 
 
 def _hides_only_references(url: str) -> bool:
-    """Whether all that redact_url hides of `url` (its user info, its query's values) is whole
-    ${VAR} references, which the tick resolves (`add 'https://h/x?key=${KEY}'`, an import from
+    """Whether all that redact_url hides of `url` (its user info's password, its query's values)
+    is whole ${VAR} references, which the tick resolves (`add 'https://h/x?key=${KEY}'`, an import from
     Gatus): no secret typed in, so the file may hold the URL as stored."""
     marked = ENV_REF.sub(REDACTED, url)
-    return marked != url and redact_url(marked) == marked
+    if marked == url:
+        return False
+    parts = urlsplit(marked)
+    if parts.password == REDACTED or (parts.password is None and parts.username == REDACTED):
+        # a user name is no secret: user info whose password is a whole reference is fine
+        parts = parts._replace(netloc=f"{REDACTED}@{parts.netloc.rsplit('@', 1)[1]}")
+    return redact_url(urlunsplit(parts)) == urlunsplit(parts)
 
 
 def _request_setting(key: str, value: str, monitor: str, warnings: list[str]) -> str:

@@ -195,6 +195,20 @@ def _normal_names(data: dict[str, Any]) -> None:
                     entry[key] = normal_name(entry[key])
 
 
+def tick_resolves_url(value: Any) -> bool:
+    """Whether a monitor's URL keeps its `${VAR}` references for each tick to resolve, as `add`
+    stores it: when it selects its kind as written (the references stand in its host, user info,
+    path or query). One that does not (`${MONITOR_API_URL}`, a placeholder export wrote for a
+    URL as a whole) is resolved at apply, and remembered (store.env_refs)."""
+    if not isinstance(value, str) or "${" not in value:
+        return False
+    try:
+        deferred.probes().kind_of_url(value)
+    except InvalidMonitor:
+        return False
+    return True
+
+
 def read_file(text: str) -> tuple[dict[str, Any], dict[tuple[str | int, ...], str]]:
     """The parsed file, its `${VAR}` references resolved, and the references by path. Raises
     FileError (with a path) or tomllib.TOMLDecodeError (its message names the line)."""
@@ -212,7 +226,7 @@ def read_file(text: str) -> tuple[dict[str, Any], dict[tuple[str | int, ...], st
         for name, entry in table(data, section).items():
             _check_keys(entry, MONITOR_KEYS if section == "monitors" else _KEYS[section], section, name)
             for key, value in entry.items():
-                if not (section == "monitors" and key in TICK_RESOLVED):
+                if not (section == "monitors" and (key in TICK_RESOLVED or key == "url" and tick_resolves_url(value))):
                     entry[key] = _resolve(value, (section, name, key), templates)
     for section in ("maintenance", "channels"):
         for index, entry in enumerate(array(data, section)):
