@@ -262,7 +262,7 @@ def test_redacted_settings_keep_names_users_and_references() -> None:
     shown = redact_settings(
         {
             "url": "https://u:p@h/x?token=abc",
-            "headers": "Authorization: Bearer ${API_TOKEN}\nX-Key: abc",
+            "headers": "Authorization: Bearer ${API_TOKEN}\nX-Key: abc\nX-Api-Key: sk_live_typed${SUFFIX}\nX-Token: ${A}${B}",
             "basic_auth": "ops:${PASS}",
             "body": None,
             "keyword": "ok",
@@ -270,11 +270,15 @@ def test_redacted_settings_keep_names_users_and_references() -> None:
     )
     assert shown == {
         "url": "https://***@h/x?token=***",
-        "headers": "Authorization: Bearer ${API_TOKEN}\nX-Key: ***",
+        # a value shown is references and at most an auth scheme's word: a secret typed in beside
+        # a reference is hidden with it
+        "headers": "Authorization: Bearer ${API_TOKEN}\nX-Key: ***\nX-Api-Key: ***\nX-Token: ${A}${B}",
         "basic_auth": "ops:${PASS}",
         "body": None,
         "keyword": "ok",
     }
+    body = '{"token": "${TOKEN}", "ping": ${N}}'
+    assert (redact_settings({"body": body})["body"], redact_settings({"body": '{"a": 1}'})["body"]) == (body, "***")
 
 
 # --- a monitor the tick cannot probe (issue 21, item 2) -------------------------------------------

@@ -138,10 +138,17 @@ def header_lines(headers: str | None) -> list[tuple[str, str]]:
     return [(name.strip(), value.strip()) for name, _, value in (line.partition(":") for line in headers.split("\n"))]
 
 
+# what may stand beside a value's references and still be shown: an auth scheme's word
+_BESIDE_REFERENCES = re.compile(r"\s*(?:(?i:bearer|basic|token|digest|apikey)\s*)?")
+
+
 def redact_value(value: str) -> str:
-    """A value that may be a secret, for output: as written when it holds a ${ENV_VAR} reference
-    (the secret itself is in the environment), else ***."""
-    return value if ENV_REFERENCE.search(value) else REDACTED
+    """A value that may be a secret, for output: as written when it is ${ENV_VAR} references
+    (the secret itself is in the environment), with at most an auth scheme's word beside them
+    (`Bearer ${TOKEN}`), else ***: a secret typed in beside a reference is hidden with it."""
+    if ENV_REFERENCE.search(value) and _BESIDE_REFERENCES.fullmatch(ENV_REFERENCE.sub("", value)):
+        return value
+    return REDACTED
 
 
 # the settings that redact_settings changes for output
@@ -150,7 +157,8 @@ REDACTED_SETTINGS = ("url", "headers", "basic_auth", "body")
 
 def redact_settings(settings: dict[str, Any]) -> dict[str, Any]:
     """A monitor's settings (a row, or a Monitor's fields) for output: the URL redacted, header
-    values, the basic-auth password and the body through redact_value (names and the user kept).
+    values and the basic-auth password through redact_value, the body hidden unless it holds
+    references (names and the user kept).
     Every command that prints settings goes through this."""
     shown = dict(settings)
     if shown.get("url") is not None:
@@ -161,5 +169,8 @@ def redact_settings(settings: dict[str, Any]) -> dict[str, Any]:
         user, _, password = str(shown["basic_auth"]).partition(":")
         shown["basic_auth"] = f"{user}:{redact_value(password)}"
     if shown.get("body") is not None:
-        shown["body"] = redact_value(str(shown["body"]))
+        # a body holding references ('{"token": "${TOKEN}"}') is shown: its JSON around them is
+        # the request's shape, not a secret
+        body = str(shown["body"])
+        shown["body"] = body if ENV_REFERENCE.search(body) else REDACTED
     return shown
