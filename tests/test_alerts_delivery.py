@@ -432,12 +432,16 @@ def test_a_failing_canary_never_sets_aside_a_check_of_this_host_itself(
     monkeypatch.setattr(socket, "getaddrinfo", broken)
     remote = add(conn, f"http://site{offline_dns}/", name="remote", retries=0)
     local = add(conn, f"http://localhost:{refused_port()}/", name="local", retries=0)
+    # the host a reference names, as the tick resolved it
+    monkeypatch.setenv("MT_TEST_LOCAL_HOST", "localhost")
+    referenced = add(conn, f"http://${{MT_TEST_LOCAL_HOST}}:{refused_port()}/", name="referenced", retries=0)
     store.set_setting(conn, store.CANARY_SETTING, f"http://router{offline_dns}/")
     report = tick(db_path, "2026-12-01T00:00:05Z")
     assert report.network_lost
     assert {r.monitor_id: (r.status, r.cause) for r in report.results} == {
         remote: ("unknown", "network lost (dns)"),
         local: ("down", "dns"),
+        referenced: ("down", "dns"),
     }
     assert rollup(conn, local) == (1, 1) and rollup(conn, remote) == (0, 0)
 

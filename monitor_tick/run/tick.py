@@ -293,10 +293,11 @@ def _round(run: _Run, rows: list[dict[str, Any]], options: TickOptions, buckets:
     network_lost = False
     if results:
         policy = _alert_policy()
-        # a check of this host itself (a loopback address, a unix socket) never crossed a
-        # network: its failure neither asks the canary nor is set aside by it
+        # a check of this host itself (a loopback address, a unix socket; its URL's references
+        # resolved, as it was probed) never crossed a network: its failure neither asks the
+        # canary nor is set aside by it
         failed = {r.monitor_id for r in results if policy.is_network_failure(r)}
-        host_local = {m.id for m in usable if m.id in failed and _probes().host_local(m)}
+        host_local = {m.id for m in usable if m.id in failed and _probes().host_local(_probes().resolved(m))}
         remote = [r for r in results if r.monitor_id not in host_local]
         timeout_s = min(CANARY_TIMEOUT_S, run.left_s(NETWORK_DEADLINE_S, time.perf_counter()))
         network_lost = policy.network_lost(remote, _probe_canary(conn, remote, options, now_ms, timeout_s))
