@@ -98,7 +98,8 @@ class Kind:
     unusable  why this tick cannot probe a valid monitor of it here and now (its environment),
               or None: a configuration error the tick reports hourly, never down
     host_check  why this machine cannot probe any monitor of this kind (icmp: ping not allowed),
-              or None; as `unusable`, and `list` shows such monitors `invalid`
+              or None; as `unusable`: the tick that had it due stores the finding, and `list`
+              then shows the monitor `invalid`
     host_local  what makes a monitor's target this machine itself ('a loopback address', 'a unix
               socket'), or None: its failure never crossed a network, so a failed network canary
               never sets it aside, and a fleet refuses it (each host would probe its own)
