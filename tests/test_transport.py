@@ -22,7 +22,7 @@ import pytest
 import respx
 
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import ProbeContext, check_monitor, wire
+from monitor_tick.probes import ProbeContext, check_monitor, latency, wire
 from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.http import probe_http
@@ -234,17 +234,16 @@ def test_a_probe_that_ends_mid_handshake_leaves_no_socket_open(
         assert result is not None and (result.status, result.cause) == ("down", "timeout")
 
 
-def test_a_large_tick_takes_the_fast_path_unless_a_transport_a_guard_or_a_proxy_says_otherwise(
+def test_every_tick_takes_the_fast_path_unless_a_transport_a_guard_or_a_proxy_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for name in [name for name in os.environ if name.lower() in wire.PROXY_VARIABLES]:
         monkeypatch.delenv(name)
-    large, small = fanout.FAST_PATH_FROM, fanout.FAST_PATH_FROM - 1
-    assert fanout.fast_path(large, None, None) and not fanout.fast_path(small, None, None)
-    assert not fanout.fast_path(large, respx_transport(), None)
-    assert not fanout.fast_path(large, None, AddressGuard())
+    assert fanout.fast_path(1, None, None) and fanout.fast_path(1_000, None, None)
+    assert not fanout.fast_path(1, respx_transport(), None)
+    assert not fanout.fast_path(1, None, AddressGuard())
     monkeypatch.setenv("Https_Proxy", "http://127.0.0.1:3128")  # any case, as httpx reads it
-    assert not fanout.fast_path(large, None, None)
+    assert not fanout.fast_path(1, None, None)
 
 
 async def _gzipped_whatever_was_asked(
@@ -370,9 +369,9 @@ def test_a_tick_whose_checks_all_went_on_the_wire_closes_httpx_without_loading_a
     server: LocalServer, db_path: str, conn: sqlite3.Connection, last_path: str, through_httpx: bool
 ) -> None:
     """Closing httpx's client shields the close of its pool's connections through anyio, whose
-    asyncio backend is a large import: a large tick whose checks all went on the wire has no
+    asyncio backend is a large import: a tick whose checks all went on the wire has no
     connection in that pool, and loads none of it. A check handed to httpx (a redirect) does."""
-    for n in range(fanout.FAST_PATH_FROM - 1):
+    for n in range(99):
         add(conn, server.url(f"/ok?m={n}"), retries=0)
     add(conn, server.url(last_path), retries=0)
     script = (
@@ -384,6 +383,53 @@ def test_a_tick_whose_checks_all_went_on_the_wire_closes_httpx_without_loading_a
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert done.stdout.split() == ["['up']", str(through_httpx)]
+
+
+@pytest.mark.parametrize(("last_path", "imports_httpx"), [("/ok", False), ("/redirect/1", True)])
+def test_a_tick_of_ten_plain_checks_never_imports_httpx(
+    server: LocalServer, db_path: str, conn: sqlite3.Connection, last_path: str, imports_httpx: bool
+) -> None:
+    """The fast path needs no httpx, and a tick imports it only when a check does (here a
+    redirect, which httpx follows): `python -X importtime` lists every module the command loads."""
+    for n in range(9):
+        add(conn, server.url(f"/ok?m={n}"), retries=0)
+    add(conn, server.url(last_path), retries=0)
+    command = [sys.executable, "-X", "importtime", "-m", "monitor_tick", "--db", db_path, "--minute", str(MINUTE)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+    imported = {line.rpartition("|")[2].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert done.returncode == 0 and done.stdout == "", done.stdout
+    assert [line for line in done.stderr.splitlines() if not line.startswith("import time:")] == []
+    assert ("httpx" in imported) is imports_httpx
+    assert conn.execute("SELECT sum(checks), sum(failures) FROM rollups").fetchone() == (10, 0)
+
+
+def test_max_latency_judges_the_exchange_that_decided_not_the_one_handed_over(server: LocalServer) -> None:
+    """A response the fast path hands to httpx (here a compressed body with a keyword to find) is
+    sent again: the latency judged is that of httpx's exchange, the one that decided."""
+    asked = 0
+
+    async def slow_first_time(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str
+    ) -> None:
+        nonlocal asked
+        asked += 1
+        if asked == 1:
+            await asyncio.sleep(0.6)
+        await _gzipped_whatever_was_asked(reader, writer, "/zipped/fine", method)
+
+    server.route("/zipped", slow_first_time)
+    m = monitor(server.url("/zipped"), keyword="fine", max_latency_ms=400, timeout_s=5, retries=0)
+
+    async def main() -> ProbeResult:
+        context = ssl_context()
+        async with make_client(10, verify=context) as client:
+            return await latency.judged(lambda m, ctx: probe_http(m, client, 0, ctx))(
+                m, ProbeContext(client, 0, context, fast=True)
+            )
+
+    result = asyncio.run(main())
+    assert asked == 2 and (result.status, result.cause) == ("up", None), result
+    assert result.latency_ms is not None and result.latency_ms < 400
 
 
 def test_closing_the_tick_client_still_closes_the_connections_its_pool_holds() -> None:
@@ -505,7 +551,7 @@ def test_the_fast_paths_own_url_parse_gives_httpxs_parts_or_leaves_the_url_to_ht
         wire.parsed.cache_clear()
         try:
             mine = wire.parsed(url)
-        except httpx.InvalidURL as exc:
+        except wire.InvalidURL as exc:
             assert _httpx_parts(url) == f"invalid: {exc}", url
             continue
         if isinstance(mine, wire.Plain):
@@ -517,7 +563,7 @@ def test_the_fast_paths_own_url_parse_gives_httpxs_parts_or_leaves_the_url_to_ht
         assert isinstance(wire.parsed(url), wire.Plain), url
     for url in ("http://a/%20", "http://a/./b", "http://A/", "http://u@a/", "http://[::1]/", "http://1.2.3.4/#f"):
         assert isinstance(wire.parsed(url), httpx.URL), url
-    with pytest.raises(httpx.InvalidURL, match="Invalid IPv4 address"):
+    with pytest.raises(wire.InvalidURL, match="Invalid IPv4 address"):
         wire.parsed("http://01.2.3.4/")  # httpx's to refuse
 
 

@@ -18,8 +18,9 @@ option; only a kind with results of its own (heartbeats' pings) adds a table, it
 (store/pings.py) and a line in run/tick.py's KIND_READS, which hands them to its probe in
 ctx.loaded.
 
-Importing this package imports httpx: the tick and the CLI import it only when a monitor is
-due or being added, so an idle tick stays light.
+Importing this package imports asyncio (never httpx, which a check imports only when it needs
+it: http.py): the tick and the CLI import it only when a monitor is due or being added, so an
+idle tick stays light.
 """
 
 from __future__ import annotations

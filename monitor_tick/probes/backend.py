@@ -1,5 +1,6 @@
-"""httpx's own transport (httpcore + h11) on a network backend of ours: the transport of a small
-tick, and of every tick under --block-private (guard.GuardedBackend).
+"""httpx's own transport (httpcore + h11) on a network backend of ours: the transport of the checks
+the fast path (wire.py) does not take, and of every check under --block-private (Backend with a
+guard).
 
 httpcore's AnyIO stream closes its socket when a TLS handshake fails with an Exception, but not
 when the handshake is cancelled: a probe that reaches its deadline (asyncio.timeout) or the
@@ -18,6 +19,8 @@ from typing import Any
 
 import httpcore
 import httpx
+
+from monitor_tick.probes.guard import UNIX_SOCKETS, AddressGuard, BlockedAddress
 
 
 class Stream(httpcore.AsyncNetworkStream):
@@ -50,10 +53,12 @@ class Stream(httpcore.AsyncNetworkStream):
 
 
 class Backend(httpcore.AsyncNetworkBackend):
-    """httpcore's AnyIO backend, its streams wrapped in Stream."""
+    """httpcore's AnyIO backend, its streams wrapped in Stream; with `guard` (--block-private),
+    our own lookup and the guard's check of the address before each connect."""
 
-    def __init__(self) -> None:
+    def __init__(self, guard: AddressGuard | None = None) -> None:
         self._inner = httpcore.AnyIOBackend()
+        self._guard = guard
 
     async def connect_tcp(
         self,
@@ -63,6 +68,8 @@ class Backend(httpcore.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore.AsyncNetworkStream:
+        if self._guard is not None:
+            host = await self._guard.resolve(host, port)
         stream = await self._inner.connect_tcp(
             host, port, timeout=timeout, local_address=local_address, socket_options=socket_options
         )
@@ -71,6 +78,8 @@ class Backend(httpcore.AsyncNetworkBackend):
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
     ) -> httpcore.AsyncNetworkStream:
+        if self._guard is not None:
+            raise BlockedAddress(UNIX_SOCKETS)
         return Stream(await self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options))
 
     async def sleep(self, seconds: float) -> None:
@@ -101,3 +110,10 @@ def httpx_transport(
         network_backend=Backend() if backend is None else backend,
     )
     return transport
+
+
+def guarded_transport(
+    guard: AddressGuard, *, ssl_context: ssl.SSLContext, limits: httpx.Limits
+) -> httpx.AsyncHTTPTransport:
+    """httpx's own transport on the guarded backend."""
+    return httpx_transport(ssl_context, limits, Backend(guard))

@@ -6,7 +6,7 @@ import ipaddress
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlsplit
 
 from monitor_tick.core.model import Monitor, ProbeResult
@@ -19,11 +19,25 @@ if TYPE_CHECKING:
     from monitor_tick.probes.guard import AddressGuard
 
 
+TlsSetting = tuple[str | None, bool]  # (ca_file, insecure): request.tls_setting
+
+
+class Clients(Protocol):
+    """The tick's httpx clients and SSL contexts by TLS setting (None: the tick's default), each
+    made when a check first needs it (fanout.Clients): a tick whose checks all go on the wire
+    makes no client and imports no httpx."""
+
+    def context(self, setting: TlsSetting) -> ssl.SSLContext: ...
+
+    def client(self, setting: TlsSetting | None) -> httpx.AsyncClient: ...
+
+
 @dataclass(frozen=True)
 class ProbeContext:
     """What probes share within one tick."""
 
-    client: httpx.AsyncClient
+    # the client HTTP checks go through when httpx is needed (None: `clients` makes it)
+    client: httpx.AsyncClient | None
     # the tick's one clock reading (a replayed minute's start under --minute)
     now_ms: int
     # what TLS probes trust: the same context the HTTP client verifies with
@@ -32,9 +46,9 @@ class ProbeContext:
     loaded: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
     # --block-private: connections (http, tls, tcp alike) only to addresses it allows
     guard: AddressGuard | None = None
-    # (ca_file, insecure) -> (a client, its SSL context): for monitors that verify TLS their own
-    # way (--ca-file, --insecure), made by the tick on first use (None: such monitors use `client`)
-    tls_client: Callable[[tuple[str | None, bool]], tuple[httpx.AsyncClient, ssl.SSLContext]] | None = None
+    # the tick's clients (None: every check uses `client` and `ssl_context`); monitors that verify
+    # TLS their own way (--ca-file, --insecure) get an SSL context and a client of their own
+    clients: Clients | None = None
     # plain HTTP checks go straight on the wire (probes/wire.py), the others through `client`
     fast: bool = False
 

@@ -3,7 +3,8 @@ multicast, reserved and cloud-metadata addresses.
 
 The check is made on the address actually connected to, after our own DNS lookup, for every
 connection -- the first request and every redirect alike -- so a public name that resolves to
-127.0.0.1 does not pass, and nothing can change between the check and the connect.
+127.0.0.1 does not pass, and nothing can change between the check and the connect. What runs
+the check inside httpx's transport is backend.GuardedBackend: this module imports no httpx.
 """
 
 from __future__ import annotations
@@ -11,14 +12,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
-import ssl
 from collections.abc import Iterable
-from typing import Any
-
-import httpcore
-import httpx
-
-from monitor_tick.probes.backend import Backend, httpx_transport
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -75,36 +69,3 @@ class AddressGuard:
             or (isinstance(address, ipaddress.IPv6Address) and address.is_site_local)
             or address in _SHARED
         )
-
-
-class GuardedBackend(Backend):
-    """Our network backend with our own lookup and the guard's check before connect."""
-
-    def __init__(self, guard: AddressGuard) -> None:
-        super().__init__()
-        self._guard = guard
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        address = await self._guard.resolve(host, port)
-        return await super().connect_tcp(
-            address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
-        )
-
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore.AsyncNetworkStream:
-        raise BlockedAddress(UNIX_SOCKETS)
-
-
-def guarded_transport(
-    guard: AddressGuard, *, ssl_context: ssl.SSLContext, limits: httpx.Limits
-) -> httpx.AsyncHTTPTransport:
-    """httpx's own transport on the guarded backend."""
-    return httpx_transport(ssl_context, limits, GuardedBackend(guard))

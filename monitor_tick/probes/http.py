@@ -10,17 +10,20 @@ httpx's timeouts are per operation (a server that drips a byte a second never tr
 timeout), so the whole attempt -- connect, headers, body -- runs under `asyncio.timeout`.
 Every failure a remote end can cause becomes a `down` result with a short cause; our own
 limits (a connection-pool wait) become `unknown`, never `down`.
+
+httpx is imported only by a check that goes through it (the tick's clients are made when first
+needed: fanout.Clients): a check the fast path takes on (wire.py) never loads it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+import sys
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
-
-import httpx
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import (
@@ -42,19 +45,24 @@ from monitor_tick.probes.net import (
     expiry_cause,
 )
 
+if TYPE_CHECKING:
+    import httpx
+
 MAX_BODY_BYTES = 1024 * 1024  # at most this much of a body is kept, to look for keywords
 MAX_REDIRECTS = 5
 
 
 async def probe_http(
-    monitor: Monitor, client: httpx.AsyncClient, now_ms: int, ctx: ProbeContext | None = None
+    monitor: Monitor, client: httpx.AsyncClient | None, now_ms: int, ctx: ProbeContext | None = None
 ) -> ProbeResult:
     """One attempt. Never raises for remote behaviour; returns up/down/unknown with a cause.
+    `client` None: ctx.clients makes the one for the monitor's TLS setting, if httpx is needed.
     `now_ms` (the tick's time) is what a certificate's days left are counted from. With --expires-within
     the certificate is read from the response's connection, or, when the transport cannot show it
     (a transport handed in), from a TLS connection of its own to the final URL's host, verified
     as the client verifies (`ctx`). With `ctx.fast`, a plain check goes straight on the wire
-    (wire.py), and anything else through `client`, within the same deadline.
+    (wire.py), and anything else through `client`, within the same deadline; its latency is then
+    that of httpx's exchange alone (the one that decided), which --max-latency judges.
 
     The body is read to its end under the same deadline (a page that never finishes loading is
     down), keeping at most MAX_BODY_BYTES of it, and only when there is a keyword to look for.
@@ -84,12 +92,15 @@ async def probe_http(
                 answer = await call.run()
                 if answer is None:  # httpx's to take further: from here on its status counts
                     call = None
+                    start = time.perf_counter()
             if answer is not None:
                 status = answer.status
                 expires_at_ms = cert_expires_at_ms(answer.peer_cert)
                 if status_accepted(status, ranges):
                     body, whole = answer.body, answer.whole
             else:
+                if client is None:
+                    client = _client_for(monitor, ctx)
                 sent = client.build_request(
                     monitor.method,
                     monitor.url,
@@ -117,11 +128,28 @@ async def probe_http(
             )
             if cause is not None:
                 return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, cause, expires_at_ms)
-    except (httpx.HTTPError, OSError, ssl.SSLError) as exc:  # TimeoutError is an OSError
+    except _failures() as exc:  # TimeoutError is an OSError
         if status is None and call is not None:
             status = call.status  # the fast path's response had begun
         return _failed(exc, status, expires_at_ms)
     return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms)
+
+
+_OWN_FAILURES: tuple[type[BaseException], ...] = (wire.WireError, OSError, ssl.SSLError)
+
+
+def _failures() -> tuple[type[BaseException], ...]:
+    """What a remote end can make an attempt raise: httpx's errors too once httpx is loaded (only
+    a check that went through it can raise them). Read when an exception is raised, never else."""
+    httpx = sys.modules.get("httpx")
+    return _OWN_FAILURES if httpx is None else (*_OWN_FAILURES, httpx.HTTPError)
+
+
+def _client_for(monitor: Monitor, ctx: ProbeContext | None) -> httpx.AsyncClient:
+    """The tick's client for this monitor's TLS setting, made when first needed."""
+    if ctx is None or ctx.clients is None:
+        raise ValueError("probe_http needs a client, or a context whose clients make one")
+    return ctx.clients.client(request.tls_setting(monitor))
 
 
 def _body_causes(
@@ -139,9 +167,13 @@ def _failed(exc: BaseException, status: int | None, expires_at_ms: int | None) -
     """The result of an attempt that raised; `status` when a response had begun."""
     if isinstance(exc, TimeoutError):  # the attempt's deadline
         return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body", expires_at_ms)
-    if isinstance(exc, httpx.PoolTimeout):
-        return ProbeResult("unknown", None, None, "connection pool exhausted")
-    if isinstance(exc, httpx.HTTPError):
+    if isinstance(exc, wire.WireError):
+        return ProbeResult("down", None, status, cause_of(exc), expires_at_ms)
+    if not isinstance(exc, OSError | ssl.SSLError):  # httpx's errors (_failures): it is loaded
+        import httpx
+
+        if isinstance(exc, httpx.PoolTimeout):
+            return ProbeResult("unknown", None, None, "connection pool exhausted")
         return ProbeResult("down", None, status, cause_of(exc), expires_at_ms)
     # transports may leak raw socket errors
     return ProbeResult("down", None, status, cause_of_os_error(exc), expires_at_ms)
@@ -170,8 +202,17 @@ def _peer_cert(response: httpx.Response) -> dict[str, object] | None:
     return ssl_object.getpeercert() if ssl_object is not None else None
 
 
-def cause_of(exc: httpx.HTTPError) -> str:
-    """A short, stable cause for an httpx failure (never the URL: it may hold secrets)."""
+def cause_of(exc: httpx.HTTPError | wire.WireError) -> str:
+    """A short, stable cause for an httpx failure, or the fast path's (read as its httpx
+    counterpart), never the URL: it may hold secrets."""
+    if isinstance(exc, wire.ConnectError):
+        return _cause_of_chain(exc, default="connect error")
+    if isinstance(exc, wire.ReadError):
+        return _cause_of_chain(exc, default="connection reset")
+    if isinstance(exc, wire.RemoteProtocolError):
+        return "protocol error"
+    import httpx  # any other is httpx's own: it is loaded
+
     if isinstance(exc, httpx.TooManyRedirects):
         return "too many redirects"
     if isinstance(exc, httpx.ConnectTimeout):
@@ -196,7 +237,7 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
     visited: set[int] = set()
     while seen is not None and id(seen) not in visited:  # chains can loop
         visited.add(id(seen))
-        if isinstance(seen, OSError | ssl.SSLError) and not isinstance(seen, httpx.HTTPError):
+        if isinstance(seen, OSError | ssl.SSLError):  # httpx's errors and the fast path's are neither
             cause = cause_of_os_error(seen)
             # anyio wraps the real error in a plain OSError; an unreachable network is the real
             # one (asyncio's text for it may name ssl, which is not a TLS failure)
@@ -215,12 +256,13 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
 
 async def _probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     setting = request.tls_setting(monitor)
-    if setting is None or ctx.tls_client is None:
+    if ctx.clients is None:
         return await probe_http(monitor, ctx.client, ctx.now_ms, ctx)
-    # its own CA or no verification: a client (and SSL context) of its own, which the
-    # certificate check of --expires-within uses too
-    client, context = ctx.tls_client(setting)
-    return await probe_http(monitor, client, ctx.now_ms, replace(ctx, client=client, ssl_context=context))
+    # its own CA or no verification: an SSL context (and client, made if httpx is needed) of its
+    # own, which the fast path and the certificate check of --expires-within use too
+    if setting is not None:
+        ctx = replace(ctx, ssl_context=ctx.clients.context(setting))
+    return await probe_http(monitor, None, ctx.now_ms, ctx)
 
 
 def _check(monitor: Monitor) -> None:
@@ -229,7 +271,7 @@ def _check(monitor: Monitor) -> None:
         raise InvalidMonitor("url has no host")
     try:
         wire.parsed(monitor.url)  # what the probe will send: refuse here what httpx would refuse
-    except httpx.InvalidURL as exc:
+    except wire.InvalidURL as exc:
         raise InvalidMonitor(f"url is not valid: {exc}") from None
     request.check(monitor)
     parse_expect(monitor.expect_status)

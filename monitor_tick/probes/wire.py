@@ -1,5 +1,5 @@
 """Plain HTTP/1.1 checks straight on asyncio's transports, parsed by httptools: the fast path of
-a large tick (fanout.FAST_PATH_FROM checks or more).
+every tick (fanout.fast_path), which imports no httpx.
 
 Why: per check, httpx's client (URL and header models, auth and redirect machinery, cookies)
 costs about twice what the request costs on the wire, whatever transport it runs on; a tick of
@@ -12,12 +12,14 @@ a request it does not send itself (another method, a body, credentials in the UR
 value that is not ASCII) and for a response that httpx would take further or judge otherwise (a
 redirect to follow, an informational status, a body it would have to decode for a keyword,
 another transfer coding, anything httptools refuses, more than MAX_HEAD_BYTES beyond the body),
-and the probe then runs through httpx as a small tick does, sending the request again within the
-same deadline. With a proxy in the environment, no check takes the fast path. A test holds both
-paths to the same outcome and cause against every misbehaving local server.
+and the probe then runs through httpx, sending the request again within the same deadline (its
+latency is that of httpx's exchange, the one that decided). With a proxy in the environment, no
+check takes the fast path. A test holds both paths to the same outcome and cause against every
+misbehaving local server.
 
-Failures are raised as httpx's own exception types with the OS or TLS error underneath, so the
-probe's causes read exactly as through httpx.
+Failures are raised as WireError's kinds, named as httpx's own exception types, with the OS or
+TLS error underneath; http.cause_of reads them as it reads httpx's, so the probe's causes read
+exactly as through httpx. httpx is imported here only to parse a URL that is not plain.
 """
 
 from __future__ import annotations
@@ -32,12 +34,13 @@ import ssl
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, NamedTuple
-
-import httpx
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick.core.model import Monitor
 from monitor_tick.probes import request
+
+if TYPE_CHECKING:
+    import httpx
 
 # what httpx's client sends unless told otherwise, but for the encoding: the fast path reads
 # bodies as they come (a server that compresses anyway is handed to httpx when the body counts)
@@ -65,6 +68,26 @@ class Answer:
     body: bytearray = field(default_factory=bytearray)
     whole: bool = True
     peer_cert: dict[str, object] | None = None
+
+
+class WireError(Exception):
+    """A failure of the fast path's exchange (its OS or TLS error as __cause__)."""
+
+
+class ConnectError(WireError):
+    """As httpx.ConnectError: no connection (or no TLS session) to the host."""
+
+
+class ReadError(WireError):
+    """As httpx.ReadError: the connection failed while the response was read."""
+
+
+class RemoteProtocolError(WireError):
+    """As httpx.RemoteProtocolError: the peer closed before its response was complete."""
+
+
+class InvalidURL(ValueError):
+    """httpx.InvalidURL's message, for a URL httpx refuses to send."""
 
 
 class _Handed(Exception):
@@ -106,8 +129,8 @@ class Call(asyncio.Protocol):
 
     async def run(self) -> Answer | None:
         """The response when the fast path takes it on, else None (the probe goes through
-        httpx). The caller's deadline bounds it; raises httpx.HTTPError (the OS or TLS error as
-        __cause__), as httpx's own transport would."""
+        httpx). The caller's deadline bounds it; raises WireError (the OS or TLS error as
+        __cause__) where httpx's own transport would raise its counterpart."""
         monitor = self._monitor
         url = parsed(monitor.url)  # what httpx would send: its percent-encoding, its IDNA host
         if not takes(monitor, url):
@@ -133,7 +156,7 @@ class Call(asyncio.Protocol):
             except UnicodeError:  # a name asyncio cannot encode (a..b): httpx's lookup judges it
                 return None
             except (OSError, ssl.SSLError) as exc:
-                raise httpx.ConnectError(str(exc)) from exc
+                raise ConnectError(str(exc)) from exc
             return await self._done
         except _Handed:
             return None
@@ -176,13 +199,13 @@ class Call(asyncio.Protocol):
         if self._done.done():
             return
         if exc is not None:
-            self._fail(httpx.ReadError(str(exc) or type(exc).__name__), exc)
+            self._fail(ReadError(str(exc) or type(exc).__name__), exc)
         elif self._headers_done and self._until_eof:
             self._finish()
         elif not self._headers_done:
-            self._fail(httpx.RemoteProtocolError("Server disconnected without sending a response."))
+            self._fail(RemoteProtocolError("Server disconnected without sending a response."))
         else:
-            self._fail(httpx.RemoteProtocolError("peer closed connection without sending complete message body"))
+            self._fail(RemoteProtocolError("peer closed connection without sending complete message body"))
 
     # httptools' side
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -258,18 +281,27 @@ _PLAIN_URL_MAX = 2048  # longer URLs are httpx's to read, and to refuse past its
 def parsed(url: str) -> httpx.URL | Plain:
     """httpx's parse of a monitor's URL, once per tick for the row check and the request both:
     a plain URL's read here exactly as httpx reads it (a test holds the two to the same parts),
-    any other by httpx.URL (pure Python; raises httpx.InvalidURL)."""
+    any other by httpx.URL (pure Python, and the one import of httpx here; raises InvalidURL)."""
     match = _PLAIN_URL.fullmatch(url) if len(url) <= _PLAIN_URL_MAX else None
     if match is None:
-        return httpx.URL(url)
+        return _httpx_url(url)
     scheme, host, port_text, path, query = match.groups()
     if "/." in path or (_IPV4_STYLE.fullmatch(host) and not _valid_ipv4(host)):
-        return httpx.URL(url)  # dot segments httpx removes; an address httpx refuses
+        return _httpx_url(url)  # dot segments httpx removes; an address httpx refuses
     port = None if port_text is None else int(port_text)
     if port == _DEFAULT_PORTS[scheme]:
         port = None
     netloc = host if port is None else f"{host}:{port}"
     return Plain(scheme, host.encode("ascii"), port, netloc.encode("ascii"), ((path or "/") + (query or "")).encode())
+
+
+def _httpx_url(url: str) -> httpx.URL:
+    import httpx  # deferred: a plain URL never needs it
+
+    try:
+        return httpx.URL(url)
+    except httpx.InvalidURL as exc:
+        raise InvalidURL(str(exc)) from None
 
 
 def _valid_ipv4(host: str) -> bool:
@@ -283,7 +315,7 @@ def _valid_ipv4(host: str) -> bool:
 
 
 def _httptools() -> ModuleType:
-    # deferred: a small tick never goes on the wire, and need not load the parser (0.4 MB)
+    # deferred: a tick with no HTTP check never goes on the wire, and need not load the parser
     import httptools
 
     return httptools

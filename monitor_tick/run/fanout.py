@@ -20,28 +20,30 @@ import ssl
 import sys
 import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core import clock
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext, resolved, wire
-from monitor_tick.probes.backend import httpx_transport
-from monitor_tick.probes.guard import AddressGuard, guarded_transport
+from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.request import USER_AGENT, DefaultTrust, hide_values, ssl_context_for
+
+if TYPE_CHECKING:
+    import httpx
 
 MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starting
 CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget")
-# From this many HTTP checks a tick, plain ones go straight on the wire (probes/wire.py); below
-# it every check goes through httpx, whose cost is then the tick's floor (bench/run.py, figure 8)
-FAST_PATH_FROM = 100
+# From this many HTTP checks a tick, plain ones go straight on the wire (probes/wire.py): from
+# one, since a tick whose checks all go on the wire never imports httpx (bench/run.py, figure 8,
+# and the curve of figure 11: no size at which httpx costs less). Tests raise it to send a small
+# tick's checks through httpx.
+FAST_PATH_FROM = 1
 
 
 def fast_path(checks: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None) -> bool:
-    """Whether this tick's plain HTTP checks go straight on the wire: from FAST_PATH_FROM of
-    them, unless a transport is handed in (tests mock through it), --block-private is on (the
+    """Whether this tick's plain HTTP checks go straight on the wire (from FAST_PATH_FROM of
+    them), unless a transport is handed in (tests mock through it), --block-private is on (the
     guard checks every connection inside httpx's transport) or a proxy is set in the environment
     (httpx's to use)."""
     return checks >= FAST_PATH_FROM and transport is None and guard is None and not wire.proxied()
@@ -55,6 +57,8 @@ def ssl_context(verify: object = True) -> ssl.SSLContext:
         return verify
     if verify is True:
         return DefaultTrust()
+    import httpx  # a CA file or no verification: httpx's reading of it (a test's or embedder's)
+
     return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
 
 
@@ -95,6 +99,10 @@ def make_client(
     site's outage. With `guard`, every connection (redirects included) is checked against it
     on the address actually connected to. `transport`, when given, is used as it is (tests hand
     in httpx.MockTransport, or httpx's own transport for respx to see)."""
+    import httpx
+
+    from monitor_tick.probes.backend import guarded_transport, httpx_transport
+
     limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
     if transport is None and guard is not None:
         transport = guarded_transport(guard, ssl_context=ssl_context(verify), limits=limits)
@@ -109,26 +117,38 @@ def make_client(
     )
 
 
-class TlsClients:
-    """Clients for monitors that verify TLS their own way (--ca-file, --insecure): one per
-    distinct setting, made when the first such monitor is probed (a tick without one makes
-    none), each with its own SSL context and otherwise made as the shared client is."""
+class Clients:
+    """The tick's httpx clients (probes.base.Clients): the shared one, and one per TLS setting of
+    monitors that verify TLS their own way (--ca-file, --insecure), each with its own SSL
+    context and otherwise made as the shared one is. A client is made when the first check that
+    needs httpx asks for it, so a tick whose checks all go on the wire imports no httpx."""
 
     def __init__(
-        self, concurrency: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None
+        self,
+        concurrency: int,
+        transport: httpx.AsyncBaseTransport | None,
+        guard: AddressGuard | None,
+        context: ssl.SSLContext,
     ) -> None:
         self._args = (concurrency, transport, guard)
-        self._made: dict[tuple[str | None, bool], tuple[httpx.AsyncClient, ssl.SSLContext]] = {}
+        self._context = context
+        self._contexts: dict[tuple[str | None, bool], ssl.SSLContext] = {}
+        self._made: dict[tuple[str | None, bool] | None, httpx.AsyncClient] = {}
 
-    def get(self, setting: tuple[str | None, bool]) -> tuple[httpx.AsyncClient, ssl.SSLContext]:
+    def context(self, setting: tuple[str | None, bool]) -> ssl.SSLContext:
+        if setting not in self._contexts:
+            self._contexts[setting] = ssl_context_for(setting)
+        return self._contexts[setting]
+
+    def client(self, setting: tuple[str | None, bool] | None) -> httpx.AsyncClient:
         if setting not in self._made:
             concurrency, transport, guard = self._args
-            context = ssl_context_for(setting)
-            self._made[setting] = (make_client(concurrency, transport, context, guard), context)
+            context = self._context if setting is None else self.context(setting)
+            self._made[setting] = make_client(concurrency, transport, context, guard)
         return self._made[setting]
 
     async def aclose(self) -> None:
-        for client, _ in self._made.values():
+        for client in self._made.values():
             await client.aclose()
 
 

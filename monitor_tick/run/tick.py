@@ -68,8 +68,8 @@ class TickOptions:
     guard: AddressGuard | None = None
     notify_timeout_s: float | None = None  # one notification to one channel; None: alerts.notify's
     # for tests and embedding: the httpx transport every HTTP probe goes through (None: httpx's
-    # own, guarded under --block-private, and plain checks of a large tick straight on the wire;
-    # see fanout.make_client and fanout.fast_path), and TLS verification for
+    # own, guarded under --block-private, and plain checks straight on the wire; see
+    # fanout.make_client and fanout.fast_path), and TLS verification for
     # https:// and tls:// (an ssl.SSLContext, True for the default CA bundle, or a CA file)
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True
@@ -405,23 +405,23 @@ def _probe(
         # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
         # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
-        # monitors with their own CA or --insecure get clients of their own, made when first due
-        own_tls = fanout.TlsClients(options.concurrency, options.transport, options.guard)
+        # httpx's clients (a monitor with its own CA or --insecure gets its own), made when a check
+        # first needs httpx: a tick whose checks all go on the wire never imports it
+        clients = fanout.Clients(options.concurrency, options.transport, options.guard, tls)
         fast = fanout.fast_path(sum(m.kind == "http" for m in monitors), options.transport, options.guard)
-        async with fanout.make_client(options.concurrency, options.transport, tls, options.guard) as client:
-            try:
-                return await fanout.probe_all(
-                    monitors,
-                    _probes().ProbeContext(client, now_ms, tls, loaded, options.guard, own_tls.get, fast),
-                    concurrency=options.concurrency,
-                    retry_delay_s=options.retry_delay_s,
-                    budget_s=options.budget_s,
-                    order=fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
-                    slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
-                    max_in_flight=IN_FLIGHT_PER_WORKER * options.concurrency,
-                )
-            finally:
-                await own_tls.aclose()
+        try:
+            return await fanout.probe_all(
+                monitors,
+                _probes().ProbeContext(None, now_ms, tls, loaded, options.guard, clients, fast),
+                concurrency=options.concurrency,
+                retry_delay_s=options.retry_delay_s,
+                budget_s=options.budget_s,
+                order=fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
+                slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
+                max_in_flight=IN_FLIGHT_PER_WORKER * options.concurrency,
+            )
+        finally:
+            await clients.aclose()
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
     # would bring back the slow-resolver queue that DaemonThreads removes (README, issue 3)
@@ -458,8 +458,8 @@ def _probe_canary(
 
 # ---------------------------------------------------------------------------------------------
 # Deferred imports, all of the tick's in one place. An idle tick (nothing due, nothing to send;
-# cron runs it 1,440 times a day) imports none of these: the probes and the fan-out bring httpx
-# and asyncio (the address guard, httpx); the alert modules are needed only when there are
+# cron runs it 1,440 times a day) imports none of these: the probes and the fan-out bring
+# asyncio (httpx only when a check needs it: fanout.Clients); the alert modules are needed only when there are
 # results or deliveries.
 
 
