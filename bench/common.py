@@ -189,6 +189,11 @@ def median(values: Sequence[float]) -> float:
     return statistics.median(values)
 
 
+def spread(values: Sequence[float], scale: float = 1.0, digits: int = 0) -> str:
+    """'min-max' of repeats, times `scale` (1000: seconds shown as ms), `digits` after the point."""
+    return f"{min(values) * scale:.{digits}f}-{max(values) * scale:.{digits}f}"
+
+
 # ---------------------------------------------------------------------------------------------
 # The raw client: the reference of figures 2 and 9
 

@@ -1,4 +1,4 @@
-"""monitor-tick's benchmark: ten figures, each next to its reference, with its goal.
+"""monitor-tick's benchmark: eleven figures, each next to its reference, with its goal.
 
     .venv/bin/python bench/run.py            # from the repository root; about 9 minutes
     .venv/bin/python bench/run.py 2 5        # only figures 2 and 5
@@ -12,8 +12,9 @@ between runs; figures that are timed are repeated and their medians shown.
 
 The figures live beside this script, by what they run: the tick in this process
 (figures_tick.py: 1, 2), the store and the schedule at scale (figures_scale.py: 4, 5, 7), fresh
-`monitor-tick` processes (figures_process.py: 3, 6, 8, 9) and Uptime Kuma beside monitor-tick
-(kuma.py: 10); what they share is common.py. This script runs each in a fresh interpreter.
+`monitor-tick` processes (figures_process.py: 3, 6, 8, 9), Uptime Kuma beside monitor-tick
+(kuma.py: 10) and the curve of a tick's CPU from 10 to 300 checks (figures_curve.py: 11); what
+they share is common.py. This script runs each in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from common import Figure, print_figure  # bench/common.py, beside this script
+from figures_curve import curve
 from figures_process import idle, memory, small_tick, whole_process_throughput
 from figures_scale import load_shape, selection, storage
 from figures_tick import fanout, throughput
@@ -50,6 +52,7 @@ FIGURES: dict[int, Callable[[], Figure | str]] = {
     8: small_tick,
     9: whole_process_throughput,
     10: kuma,
+    11: curve,
 }
 SKIPPED = 4  # the exit status of `--one N` for a figure that could not be measured here
 
