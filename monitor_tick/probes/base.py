@@ -27,7 +27,7 @@ class Clients(Protocol):
     made when a check first needs it (fanout.Clients): a tick whose checks all go on the wire
     makes no client and imports no httpx."""
 
-    def context(self, setting: TlsSetting) -> ssl.SSLContext: ...
+    def context(self, setting: TlsSetting | None) -> ssl.SSLContext: ...
 
     def client(self, setting: TlsSetting | None) -> httpx.AsyncClient: ...
 
@@ -40,8 +40,9 @@ class ProbeContext:
     client: httpx.AsyncClient | None
     # the tick's one clock reading (a replayed minute's start under --minute)
     now_ms: int
-    # what TLS probes trust: the same context the HTTP client verifies with
-    ssl_context: ssl.SSLContext
+    # what TLS probes trust: the same context the HTTP client verifies with (None: the tick's,
+    # which `clients` makes when a check first needs it: tls())
+    ssl_context: ssl.SSLContext | None
     # kind name -> monitor id -> what the tick read for that kind before probing (tick.KIND_READS)
     loaded: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
     # --block-private: connections (http, tls, tcp alike) only to addresses it allows
@@ -51,6 +52,15 @@ class ProbeContext:
     clients: Clients | None = None
     # plain HTTP checks go straight on the wire (probes/wire.py), the others through `client`
     fast: bool = False
+
+    def tls(self) -> ssl.SSLContext:
+        """The SSL context a TLS connection verifies with: ssl_context, or the tick's, made on
+        first use (an SSL context costs half a megabyte, which a tick without TLS never needs)."""
+        if self.ssl_context is not None:
+            return self.ssl_context
+        if self.clients is None:
+            raise ValueError("a ProbeContext needs an ssl_context or clients")
+        return self.clients.context(None)
 
 
 Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]

@@ -13,9 +13,6 @@ due heartbeats) and the probe only compares instants:
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-
 from monitor_tick.core.clock import format_duration_s, ms_to_s, parse_duration_s, s_to_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, Pings, ProbeResult, check_seconds
 from monitor_tick.probes.base import Kind, ProbeContext
@@ -27,12 +24,18 @@ TOKEN_BYTES = 32  # 256 random bits: 43 URL-safe characters
 
 def new_token() -> tuple[str, bytes]:
     """A fresh ping token and the digest that is stored in its place."""
+    import secrets  # deferred, as hashlib below: a tick never makes a token
+
     token = secrets.token_urlsafe(TOKEN_BYTES)
     return token, token_digest(token)
 
 
 def token_digest(token: str) -> bytes:
     """SHA-256 of a token: what the database holds and what a received token is looked up by."""
+    # deferred: hashlib (and secrets, with random) load OpenSSL's hashes, about 0.9 MB of every
+    # tick that probes anything, and the tick never looks a token up
+    import hashlib
+
     return hashlib.sha256(token.encode("utf-8", "surrogateescape")).digest()
 
 

@@ -83,7 +83,7 @@ async def probe_http(
             if ctx is not None and ctx.fast:
                 call = wire.Call(
                     monitor,
-                    ctx.ssl_context,
+                    ctx.tls,
                     keep=keep,
                     limit=MAX_BODY_BYTES,
                     read_body=lambda code: status_accepted(code, ranges),
@@ -115,7 +115,7 @@ async def probe_http(
                         expires_at_ms = cert_expires_at_ms(_peer_cert(response))
                         if expires_at_ms is None and ctx is not None and response.url.scheme == "https":
                             host, port = response.url.host, response.url.port or 443
-                            _, cert = await connect(host, port, monitor.timeout_s, ctx.ssl_context, ctx.guard)
+                            _, cert = await connect(host, port, monitor.timeout_s, ctx.tls(), ctx.guard)
                             expires_at_ms = cert_expires_at_ms(cert)
                     if status_accepted(status, ranges):
                         body, whole = await _read_body(response, keep)

@@ -17,7 +17,6 @@ import asyncio
 import errno
 import functools
 import os
-import secrets
 import socket
 import struct
 import time
@@ -84,6 +83,8 @@ async def probe_icmp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
             protocol, request, reply = _ICMP[family]
             sock = socket.socket(family, socket.SOCK_DGRAM, protocol)
             sock.setblocking(False)
+            import secrets  # deferred: it loads OpenSSL's hashes (0.9 MB), which only a ping needs
+
             sequence, payload = secrets.randbelow(0x10000), secrets.token_bytes(16)
             await loop.sock_sendto(sock, struct.pack("!BBHHH", request, 0, 0, 0, sequence) + payload, (address, 0))
             while True:  # other replies may reach this socket: wait for ours

@@ -139,14 +139,7 @@ class DefaultTrust(ssl.SSLContext):
             self.verify_flags |= ssl.VERIFY_X509_STRICT | ssl.VERIFY_X509_PARTIAL_CHAIN
         if os.environ.get("SSLKEYLOGFILE"):
             self.keylog_filename = os.environ["SSLKEYLOGFILE"]
-        # a CA setting that names nothing fails the tick at its start, as httpx's context would
-        # (a file that is not PEM fails each TLS check instead, when it is first needed)
-        self._cafile = os.environ.get("SSL_CERT_FILE") or None
-        self._capath = None if self._cafile else os.environ.get("SSL_CERT_DIR") or None
-        if self._cafile and not os.path.isfile(self._cafile):
-            raise FileNotFoundError(f"SSL_CERT_FILE names no file: {self._cafile}")
-        if self._capath and not os.path.isdir(self._capath):
-            raise FileNotFoundError(f"SSL_CERT_DIR names no directory: {self._capath}")
+        self._cafile, self._capath = _trust_locations()
 
     def _load(self) -> None:
         if self._loaded:
@@ -175,6 +168,26 @@ class DefaultTrust(ssl.SSLContext):
     def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
         self._load()
         return super().wrap_bio(*args, **kwargs)
+
+
+def _trust_locations() -> tuple[str | None, str | None]:
+    """(SSL_CERT_FILE, SSL_CERT_DIR) as httpx reads them. A CA setting that names nothing raises
+    FileNotFoundError, as httpx's context would (a file that is not PEM fails each TLS check
+    instead, when it is first needed)."""
+    cafile = os.environ.get("SSL_CERT_FILE") or None
+    capath = None if cafile else os.environ.get("SSL_CERT_DIR") or None
+    if cafile and not os.path.isfile(cafile):
+        raise FileNotFoundError(f"SSL_CERT_FILE names no file: {cafile}")
+    if capath and not os.path.isdir(capath):
+        raise FileNotFoundError(f"SSL_CERT_DIR names no directory: {capath}")
+    return cafile, capath
+
+
+def check_trust(verify: object) -> None:
+    """Raise FileNotFoundError when `verify` is the default trust (True) and its CA setting names
+    nothing: what making DefaultTrust would raise, without making it."""
+    if verify is True:
+        _trust_locations()
 
 
 def ssl_context_for(setting: tuple[str | None, bool]) -> ssl.SSLContext:

@@ -27,7 +27,7 @@ DEFAULT_EXPIRES_WITHIN_SEC = int(parse_duration_s("14d"))
 async def probe_tls(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     host, port = address(monitor, DEFAULT_PORT)
     try:
-        latency_ms, cert = await connect(host, port, monitor.timeout_s, ctx.ssl_context, ctx.guard)
+        latency_ms, cert = await connect(host, port, monitor.timeout_s, ctx.tls(), ctx.guard)
     except TimeoutError:
         return ProbeResult("down", None, None, "tls: timeout")
     except (OSError, ssl.SSLError) as exc:

@@ -101,15 +101,16 @@ class Call(asyncio.Protocol):
     def __init__(
         self,
         monitor: Monitor,
-        ssl_context: ssl.SSLContext,
+        ssl_context: Callable[[], ssl.SSLContext],
         *,
         keep: bool,
         limit: int,
         read_body: Callable[[int], bool],
         peer_cert: bool = False,
     ) -> None:
-        """`keep`: keep the body's first `limit` bytes; `read_body(status)`: whether to read the
-        body at all; `peer_cert`: read the peer's certificate (over TLS)."""
+        """`ssl_context()`: what an https:// URL verifies with (called only for one); `keep`: keep
+        the body's first `limit` bytes; `read_body(status)`: whether to read the body at all;
+        `peer_cert`: read the peer's certificate (over TLS)."""
         self._monitor = monitor
         self._peer_cert = peer_cert
         self._ssl_context = ssl_context
@@ -147,7 +148,7 @@ class Call(asyncio.Protocol):
                     lambda: self,
                     host,
                     url.port if url.port is not None else (443 if tls else 80),
-                    ssl=self._ssl_context if tls else None,
+                    ssl=self._ssl_context() if tls else None,
                     server_hostname=host if tls else None,
                     ssl_handshake_timeout=monitor.timeout_s if tls else None,
                     # a name may have addresses of both families; an address literal has one

@@ -27,7 +27,7 @@ from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext, resolved, wire
 from monitor_tick.probes.guard import AddressGuard
-from monitor_tick.probes.request import USER_AGENT, DefaultTrust, hide_values, ssl_context_for
+from monitor_tick.probes.request import USER_AGENT, DefaultTrust, check_trust, hide_values, ssl_context_for
 
 if TYPE_CHECKING:
     import httpx
@@ -124,27 +124,25 @@ class Clients:
     needs httpx asks for it, so a tick whose checks all go on the wire imports no httpx."""
 
     def __init__(
-        self,
-        concurrency: int,
-        transport: httpx.AsyncBaseTransport | None,
-        guard: AddressGuard | None,
-        context: ssl.SSLContext,
+        self, concurrency: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None, verify: Any
     ) -> None:
+        """`verify`: the tick's TLS verification (ssl_context's), its context made when first
+        needed; checked now, so that a CA setting that names nothing fails the tick at its start."""
+        check_trust(verify)
         self._args = (concurrency, transport, guard)
-        self._context = context
-        self._contexts: dict[tuple[str | None, bool], ssl.SSLContext] = {}
+        self._verify = verify
+        self._contexts: dict[tuple[str | None, bool] | None, ssl.SSLContext] = {}
         self._made: dict[tuple[str | None, bool] | None, httpx.AsyncClient] = {}
 
-    def context(self, setting: tuple[str | None, bool]) -> ssl.SSLContext:
+    def context(self, setting: tuple[str | None, bool] | None) -> ssl.SSLContext:
         if setting not in self._contexts:
-            self._contexts[setting] = ssl_context_for(setting)
+            self._contexts[setting] = ssl_context(self._verify) if setting is None else ssl_context_for(setting)
         return self._contexts[setting]
 
     def client(self, setting: tuple[str | None, bool] | None) -> httpx.AsyncClient:
         if setting not in self._made:
             concurrency, transport, guard = self._args
-            context = self._context if setting is None else self.context(setting)
-            self._made[setting] = make_client(concurrency, transport, context, guard)
+            self._made[setting] = make_client(concurrency, transport, self.context(setting), guard)
         return self._made[setting]
 
     async def aclose(self) -> None:

@@ -399,7 +399,6 @@ def _probe(
 ) -> list[ProbeResult]:
     """Probe on an event loop in fanout.start_order (`recent`: store.recent_rollups)."""
     asyncio, fanout = _event_loop()
-    tls = fanout.ssl_context(options.verify)
 
     async def main() -> list[ProbeResult]:
         # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
@@ -407,12 +406,12 @@ def _probe(
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
         # httpx's clients (a monitor with its own CA or --insecure gets its own), made when a check
         # first needs httpx: a tick whose checks all go on the wire never imports it
-        clients = fanout.Clients(options.concurrency, options.transport, options.guard, tls)
+        clients = fanout.Clients(options.concurrency, options.transport, options.guard, options.verify)
         fast = fanout.fast_path(sum(m.kind == "http" for m in monitors), options.transport, options.guard)
         try:
             return await fanout.probe_all(
                 monitors,
-                _probes().ProbeContext(None, now_ms, tls, loaded, options.guard, clients, fast),
+                _probes().ProbeContext(None, now_ms, None, loaded, options.guard, clients, fast),
                 concurrency=options.concurrency,
                 retry_delay_s=options.retry_delay_s,
                 budget_s=options.budget_s,
