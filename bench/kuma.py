@@ -1,21 +1,26 @@
 """CPU per check: monitor-tick against Uptime Kuma 1.23.x, the same HTTP monitors, the same nginx.
 
-    .venv/bin/python bench/kuma.py                  # from the repository root; about 5 minutes
+    .venv/bin/python bench/kuma.py                  # from the repository root; about 17 minutes
     .venv/bin/python bench/kuma.py --sizes 100      # one size only
 
 For each size N, N monitors of `http://127.0.0.1:PORT/?m=ID` on bench/nginx.py's nginx:
 
 - monitor-tick: N one-minute monitors in a fresh SQLite file; TICKS consecutive replayed minutes,
   each a fresh `monitor-tick --db PATH --minute M --retry-delay 0` process, as cron runs it.
-  CPU = ru_utime + ru_stime of each process (os.wait4), peak RSS = the largest ru_maxrss.
+  CPU = ru_utime + ru_stime of each process (os.wait4), peak RSS = the largest ru_maxrss. The
+  median of REPEATS such runs, each on a fresh file, with their spread.
 - Uptime Kuma: an already built checkout (env KUMA_DIR, default /work/kuma/uptime-kuma; this
   repository never holds Kuma or a recipe to build it) runs `node server/server.js` on a fresh
-  data dir with N http monitors at Kuma's minimum interval, 20 s, inserted into its SQLite
-  `monitor` table before the server starts. CPU = utime + stime of the node process
-  (/proc/PID/stat) over a steady window; checks = its heartbeat rows timed in that window; peak
-  RSS = VmHWM. Kuma starts its monitors 0.3-1 s apart (16 minutes for 1,000); a `node -r` preload
-  shortens only that start-up spacing so they start spread over one interval, as they end up
-  after Kuma's own spacing.
+  data dir with N http monitors, inserted into its SQLite `monitor` table before the server
+  starts, once at each of KUMA_INTERVALS_S: 60 s, the default of Kuma's add dialog, and 20 s,
+  its minimum. CPU = utime + stime of the node process (/proc/PID/stat) over a window of two
+  intervals that begins once every monitor has started and made its first check; checks = its
+  heartbeat rows timed in that window; peak RSS = VmHWM. Kuma starts its monitors 0.3-1 s apart
+  (16 minutes for 1,000); a `node -r` preload shortens only that start-up spacing so they start
+  spread over one interval, as they end up after Kuma's own spacing. Once per size and interval.
+
+The figure writes a plot of CPU per check against monitors, both sides, with the ratios, to
+docs/img/ (matplotlib: the `bench` extra, `pip install -e '.[bench]'`; never the tick's).
 
 Bytes per monitor-day (one check a minute) are the bytes the checks' tables grew by (sqlite's
 dbstat, used bytes of table and index pages): monitor-tick's rollups x 24 (one row per monitor-
@@ -50,15 +55,24 @@ import nginx  # bench/nginx.py, beside this script
 
 NUMBER = 10
 KUMA_DIR = Path(os.environ.get("KUMA_DIR", "/work/kuma/uptime-kuma"))
-KUMA_INTERVAL_S = 20  # Kuma's minimum
+KUMA_INTERVALS_S = (60, 20)  # the default of Kuma's add dialog, and its minimum
+DEFAULT_INTERVAL_S = 60
+SIZES = (10, 100, 1_000)
 TICKS = 5
-SKIP_S = 30  # after Kuma listens: every monitor has started and made its first (important) check
-WINDOW_S = 75
+REPEATS = 3  # monitor-tick's side: the median of this many runs of TICKS ticks
+# after Kuma listens: one interval for every monitor to start (the preload spreads them over
+# it), and this for the last one's first (important) check
+FIRST_CHECK_S = 10
+WINDOWS = 2  # Kuma's window: this many intervals
 START_TIMEOUT_S = 60
+PLOT = Path(__file__).resolve().parent.parent / "docs" / "img" / "kuma-cpu-per-check.svg"
 
 
-def goal(size: int) -> float:
-    return 10.0 if size >= 1_000 else 3.0
+def goal(size: int, interval_s: int) -> float | None:
+    """The ratio to reach at Kuma's default interval (None: no goal at its minimum)."""
+    if interval_s != DEFAULT_INTERVAL_S:
+        return None
+    return 12.0 if size >= 1_000 else 4.0
 
 
 def used_bytes(path: str | Path) -> dict[str, int]:
@@ -83,6 +97,7 @@ class Side:
     peak_mb: float
     bytes_per_monitor_day: float
     checks: int
+    spread: str = ""  # of repeats (monitor-tick's side)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -90,6 +105,14 @@ class Side:
 
 
 def measure_tick(size: int, port: int) -> Side:
+    """The median of REPEATS runs of measure_ticks, with their spread."""
+    runs = sorted((measure_ticks(size, port) for _ in range(REPEATS)), key=lambda side: side.cpu_per_1000_s)
+    middle = runs[len(runs) // 2]
+    middle.spread = f"{runs[0].cpu_per_1000_s:.2f}-{runs[-1].cpu_per_1000_s:.2f}"
+    return middle
+
+
+def measure_ticks(size: int, port: int) -> Side:
     rows = [common.monitor_row(i, f"http://127.0.0.1:{port}/?m={i}") for i in range(1, size + 1)]
     path = common.db_with(f"kuma-mt-{size}.db", rows)
     before = used_bytes(path)
@@ -201,9 +224,10 @@ class Kuma:
                 self.process.wait(timeout=10)
 
 
-def insert_kuma_monitors(db: Path, size: int, port: int) -> None:
+def insert_kuma_monitors(db: Path, size: int, port: int, interval_s: int) -> None:
     """A user (as after setup) and `size` http monitors, as Kuma's add dialog saves them with
-    its defaults (interval 20 s, retry interval = interval, timeout 0.8 x interval, no retries)."""
+    its defaults (retry interval = interval, timeout 0.8 x interval, no retries), every
+    `interval_s`."""
     conn = sqlite3.connect(db)
     try:
         with conn:
@@ -213,14 +237,7 @@ def insert_kuma_monitors(db: Path, size: int, port: int) -> None:
                 " maxretries, timeout, accepted_statuscodes_json)"
                 " VALUES (?, ?, 1, 1, ?, ?, ?, 'http', 'GET', 0, ?, '[\"200-299\"]')",
                 [
-                    (
-                        i,
-                        f"m{i}",
-                        KUMA_INTERVAL_S,
-                        KUMA_INTERVAL_S,
-                        f"http://127.0.0.1:{port}/?m={i}",
-                        KUMA_INTERVAL_S * 0.8,
-                    )
+                    (i, f"m{i}", interval_s, interval_s, f"http://127.0.0.1:{port}/?m={i}", interval_s * 0.8)
                     for i in range(1, size + 1)
                 ],
             )
@@ -238,14 +255,14 @@ class KumaSkipped(Exception):
     """Kuma did not start, stopped, or did not check every monitor up: the figure is skipped."""
 
 
-def measure_kuma(size: int, port: int, window_s: float) -> Side:
+def measure_kuma(size: int, port: int, interval_s: int) -> Side:
     try:
-        return _measure_kuma(size, port, window_s)
+        return _measure_kuma(size, port, interval_s)
     except (RuntimeError, OSError, sqlite3.Error, subprocess.SubprocessError) as e:
         raise KumaSkipped(f"Kuma: {e}") from e
 
 
-def _measure_kuma(size: int, port: int, window_s: float) -> Side:
+def _measure_kuma(size: int, port: int, interval_s: int) -> Side:
     with tempfile.TemporaryDirectory(prefix="monitor-tick-kuma-") as tmp:
         data = Path(tmp)
         preload = data / "spread-start.js"
@@ -256,16 +273,16 @@ def _measure_kuma(size: int, port: int, window_s: float) -> Side:
         finally:
             first.stop()
         db = data / "kuma.db"
-        insert_kuma_monitors(db, size, port)
+        insert_kuma_monitors(db, size, port, interval_s)
         before = used_bytes(db)
-        kuma = Kuma(data, preload, spacing_ms=KUMA_INTERVAL_S * 1000 / size)
+        kuma = Kuma(data, preload, spacing_ms=interval_s * 1000 / size)
         try:
             kuma.wait_listening()
-            time.sleep(SKIP_S)
+            time.sleep(interval_s + FIRST_CHECK_S)
             if kuma.process.poll() is not None:
                 raise RuntimeError(f"Kuma exited {kuma.process.returncode}: {kuma.tail()}")
             start_wall, start_cpu = time.time(), kuma.cpu_s()
-            time.sleep(window_s)
+            time.sleep(WINDOWS * interval_s)
             end_wall, end_cpu = time.time(), kuma.cpu_s()
             peak_kib = kuma.peak_kib()
         finally:
@@ -292,69 +309,117 @@ def _measure_kuma(size: int, port: int, window_s: float) -> Side:
 # ---------------------------------------------------------------------------------------------
 
 
-def kuma_figure(sizes: Sequence[int] = (100, 1_000), window_s: float = WINDOW_S) -> common.Figure | str:
+def kuma_figure(sizes: Sequence[int] = SIZES, intervals: Sequence[int] = KUMA_INTERVALS_S) -> common.Figure | str:
     """The figure, or the one-line reason it was skipped."""
     missing = kuma_missing()
     if missing:
         return missing
-    results: list[tuple[int, Side, Side]] = []
+    results: list[tuple[int, Side, dict[int, Side]]] = []
     with ExitStack() as stack:
         try:
             server = stack.enter_context(nginx.nginx_server())
         except RuntimeError as e:  # nginx is not installed or would not start
             return f"nginx: {e}"
         try:
-            for size in sizes:  # one heavy thing at a time: monitor-tick, then Kuma
+            for size in sizes:  # one heavy thing at a time: monitor-tick, then Kuma at each interval
                 tick = measure_tick(size, server.port)
-                kuma = measure_kuma(size, server.port, window_s)
-                results.append((size, tick, kuma))
+                results.append((size, tick, {i: measure_kuma(size, server.port, i) for i in intervals}))
         except KumaSkipped as e:
             return str(e).splitlines()[0][:300]
     version = kuma_version()
-    notes = []
+    notes = [
+        "monitors | monitor-tick ms CPU/check (spread of 3) | "
+        + " | ".join(f"Kuma every {i} s: ms/check, ratio" for i in intervals)
+    ]
     passed = True
     for size, tick, kuma in results:
-        ratio = kuma.cpu_per_1000_s / tick.cpu_per_1000_s
-        ok = ratio >= goal(size)
-        passed &= ok
+        cells = []
+        for interval in intervals:
+            ratio = kuma[interval].cpu_per_1000_s / tick.cpu_per_1000_s
+            wanted = goal(size, interval)
+            ok = wanted is None or ratio >= wanted
+            passed &= ok
+            verdict = "" if wanted is None else f" (goal >= {wanted:.0f}x {'PASS' if ok else 'MISS'})"
+            cells.append(f"{kuma[interval].cpu_per_1000_s:.2f}, {ratio:.1f}x{verdict}")
+        notes.append(f"{size:,} | {tick.cpu_per_1000_s:.2f} ({tick.spread}) | " + " | ".join(cells))
+    for size, tick, kuma in results:
         notes.append(
-            f"{size:,} monitors: ratio {ratio:.1f}x goal >= {goal(size):.0f}x {'PASS' if ok else 'MISS'}; "
-            f"monitor-tick {tick.cpu_per_1000_s:.2f} s / 1,000 checks, {tick.peak_mb:.0f} MB peak, "
-            f"{tick.bytes_per_monitor_day:,.0f} B/monitor-day; "
-            f"Kuma {kuma.cpu_per_1000_s:.2f} s / 1,000 checks, {kuma.peak_mb:.0f} MB peak, "
-            f"{kuma.bytes_per_monitor_day:,.0f} B/monitor-day ({kuma.checks:,} checks in {window_s:.0f} s)"
+            f"{size:,} monitors: monitor-tick {tick.peak_mb:.0f} MB peak, {tick.bytes_per_monitor_day:,.0f} "
+            "B/monitor-day; Kuma "
+            + ", ".join(
+                f"every {i} s {k.peak_mb:.0f} MB peak, {k.bytes_per_monitor_day:,.0f} B/monitor-day, "
+                f"{k.checks:,} checks in {WINDOWS * i} s"
+                for i, k in kuma.items()
+            )
         )
     notes += [
-        f"monitor-tick: {TICKS} consecutive 1-minute ticks, each a fresh `monitor-tick --minute` process "
-        "(interpreter start-up included); CPU of the processes (wait4)",
-        f"Kuma {version}: monitors every {KUMA_INTERVAL_S} s (its minimum), node's CPU over a {window_s:.0f} s "
-        f"window from {SKIP_S} s after it listens, per heartbeat in the window; start-up spacing shortened "
-        "(node -r preload); per-check CPU is what is compared, not per-minute",
+        f"monitor-tick: median of {REPEATS} runs of {TICKS} consecutive 1-minute ticks, each a fresh "
+        "`monitor-tick --minute` process (interpreter start-up included); CPU of the processes (wait4)",
+        f"Kuma {version}: once per size and interval, node's CPU per heartbeat over {WINDOWS} intervals from "
+        f"one interval + {FIRST_CHECK_S} s after it listens (every monitor started and checked once); start-up "
+        "spacing shortened (node -r preload); per-check CPU is what is compared, not per-minute",
         "B/monitor-day: dbstat used bytes, monitor-tick rollups x 24 + ticks/claims rows x 1,440 / N; "
         "Kuma heartbeat table + indexes per row x 1,440",
         "both against nginx on 127.0.0.1 (bench/nginx.py, keepalive off: a fresh connection per check)",
+        plot(results, intervals, version),
     ]
     size, tick, kuma = results[-1]
+    shown = DEFAULT_INTERVAL_S if DEFAULT_INTERVAL_S in kuma else intervals[0]
+    goals = [f">= {g:.0f}x at {s:,}" for s, _, k in results for i in k for g in [goal(s, i)] if g]
     return common.Figure(
         NUMBER,
-        f"CPU per check vs Uptime Kuma {version}",
-        f"monitor-tick {tick.cpu_per_1000_s:.2f} s / 1,000 checks at {size:,}",
-        f"Kuma {kuma.cpu_per_1000_s:.2f} s",
-        kuma.cpu_per_1000_s / tick.cpu_per_1000_s,
-        " and ".join(f">= {goal(s):.0f}x at {s:,}" for s, _, _ in results),
+        f"CPU per check vs Uptime Kuma {version}, every {' s and '.join(map(str, intervals))} s",
+        f"monitor-tick {tick.cpu_per_1000_s:.2f} ms a check at {size:,}",
+        f"Kuma every {shown} s {kuma[shown].cpu_per_1000_s:.2f} ms",
+        kuma[shown].cpu_per_1000_s / tick.cpu_per_1000_s,
+        (" and ".join(goals) + f" (Kuma every {DEFAULT_INTERVAL_S} s)") if goals else "none at this interval",
         passed,
         notes,
     )
 
 
+def plot(results: Sequence[tuple[int, Side, dict[int, Side]]], intervals: Sequence[int], version: str) -> str:
+    """Write PLOT (CPU per check against monitors, both sides, log-log, the ratios marked);
+    returns the note that says where, or why not."""
+    try:
+        import matplotlib
+
+        matplotlib.use("svg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return "no plot: matplotlib is not installed (pip install -e '.[bench]')"
+    sizes = [size for size, _, _ in results]
+    figure, axes = plt.subplots(figsize=(7, 4.5))
+    ticks = [tick.cpu_per_1000_s for _, tick, _ in results]
+    axes.plot(sizes, ticks, "o-", label="monitor-tick (cron, a fresh process a minute)")
+    for interval in intervals:
+        kuma = [k[interval].cpu_per_1000_s for _, _, k in results]
+        axes.plot(sizes, kuma, "s--", label=f"Uptime Kuma {version}, every {interval} s")
+        for size, mine, theirs in zip(sizes, ticks, kuma, strict=True):
+            axes.annotate(f"{theirs / mine:.1f}x", (size, theirs), textcoords="offset points", xytext=(6, 4))
+    axes.set_xscale("log")
+    axes.set_yscale("log")
+    axes.set_xticks(sizes, [f"{s:,}" for s in sizes])
+    axes.set_xlabel("monitors")
+    axes.set_ylabel("ms of CPU per check")
+    axes.set_title("CPU per check (ratios: Kuma / monitor-tick)")
+    axes.legend()
+    figure.tight_layout()
+    PLOT.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(PLOT, metadata={"Date": None})
+    plt.close(figure)
+    return f"plot: {PLOT.relative_to(PLOT.parent.parent.parent)}"
+
+
 def main(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", default="100,1000", help="monitor counts, comma-separated (default 100,1000)")
-    parser.add_argument("--window", type=float, default=WINDOW_S, help="Kuma's measured window in seconds")
+    parser.add_argument("--sizes", default="10,100,1000", help="monitor counts, comma-separated (default 10,100,1000)")
+    parser.add_argument("--intervals", default="60,20", help="Kuma's intervals in seconds (default 60,20)")
     args = parser.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    intervals = [int(s) for s in args.intervals.split(",") if s.strip()]
     started = time.perf_counter()
-    figure = kuma_figure(sizes, args.window)
+    figure = kuma_figure(sizes, intervals)
     if isinstance(figure, str):
         print(f"\n{NUMBER}. CPU per check vs Uptime Kuma {kuma_version()}  skipped: {figure}")
     else:
