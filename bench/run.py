@@ -1,6 +1,6 @@
 """monitor-tick's benchmark: eleven figures, each next to its reference, with its goal.
 
-    .venv/bin/python bench/run.py            # from the repository root; about 9 minutes
+    .venv/bin/python bench/run.py            # from the repository root; about 30 minutes
     .venv/bin/python bench/run.py 2 5        # only figures 2 and 5
 
 Everything runs on this machine: HTTP goes to a lean server (bench/server.py) or to nginx
