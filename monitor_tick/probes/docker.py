@@ -26,8 +26,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-import httpx
-
 from monitor_tick.core.clock import elapsed_ms, format_duration_s, ms_to_s, parse_iso_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import latency
@@ -66,6 +64,8 @@ def engine_of(monitor: Monitor) -> tuple[str | None, str, int]:
 
 
 async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import httpx  # only when a docker:// monitor is probed: a tick of plain checks never loads it
+
     name = urlsplit(monitor.url).netloc
     path, host, port = engine_of(monitor)
     if path is not None and ctx.guard is not None:
@@ -75,7 +75,9 @@ async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         async with asyncio.timeout(monitor.timeout_s):
             if path is None:  # the tick's client: guarded under --block-private
                 url = httpx.URL(scheme="http", host=host, port=port, path=f"/containers/{name}/json")
-                response = await ctx.client.get(url, timeout=monitor.timeout_s)
+                client = ctx.client if ctx.clients is None else ctx.clients.client(None)
+                assert client is not None
+                response = await client.get(url, timeout=monitor.timeout_s)
             else:
                 transport = httpx.AsyncHTTPTransport(uds=path)
                 async with httpx.AsyncClient(transport=transport, timeout=monitor.timeout_s) as client:
@@ -131,14 +133,14 @@ def _starting_cause(container: Mapping[str, Any], now_ms: int) -> str | None:
     return f"docker: health check still starting after {format_duration_s(ms_to_s(window_ms))}"
 
 
-def _failed(exc: httpx.HTTPError | OSError, path: str | None) -> ProbeResult:
+def _failed(exc: Exception, path: str | None) -> ProbeResult:
     """The result of a request to the engine that raised (`path`: its socket, None over tcp)."""
     code = _errno(exc)
     if code == errno.EACCES and path is not None:
         return not_here(f"docker: permission denied on {path}: this user may not use the engine's socket")
     if code in (errno.ENOENT, errno.ECONNREFUSED):
         return ProbeResult("down", None, None, "docker: engine not running")
-    cause = cause_of(exc) if isinstance(exc, httpx.HTTPError) else cause_of_os_error(exc)
+    cause = cause_of(exc) if not isinstance(exc, OSError) else cause_of_os_error(exc)
     return ProbeResult("down", None, None, prefixed("docker", cause))
 
 
