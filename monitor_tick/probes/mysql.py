@@ -59,7 +59,7 @@ async def probe_mysql(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
             address = await target.address(ctx.guard)
             sock = await _open(target, address)
             try:
-                tls = ctx.ssl_context if _tls(target) else None
+                tls = ctx.tls() if _tls(target) else None
                 login = _login(pymysql, target, tls, monitor.timeout_s - (time.perf_counter() - start))
             except BaseException:
                 sock.close()

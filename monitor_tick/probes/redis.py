@@ -40,7 +40,7 @@ async def probe_redis(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
                 host=address or target.host,
                 port=target.port,
                 server_name=target.host if tls else None,
-                tls=ctx.ssl_context if tls else None,
+                tls=ctx.tls() if tls else None,
                 username=user or None,
                 password=password,
                 db=int(target.path or 0),

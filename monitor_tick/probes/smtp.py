@@ -57,7 +57,7 @@ async def probe_smtp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
             if code != 220:
                 raise SmtpError(f"greeting {code}, not 220")
             if upgrade:
-                await _starttls(reader, writer, host, ctx.ssl_context)
+                await _starttls(reader, writer, host, ctx.tls())
             latency_ms = elapsed_ms(start, time.perf_counter())
             cert = writer.get_extra_info("peercert") if upgrade else None
         await _quit(reader, writer)

@@ -58,7 +58,7 @@ async def probe_ws(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
             if ctx.guard is not None:  # connect to the checked address; the name stays Host and SNI
                 where = {"host": await ctx.guard.resolve(host, port), "port": port}
             if secure:
-                where |= {"ssl": ctx.ssl_context, "server_hostname": host}
+                where |= {"ssl": ctx.tls(), "server_hostname": host}
             connection = await connect(
                 monitor.url,
                 proxy=None,  # as http monitors: never through a proxy from the environment
