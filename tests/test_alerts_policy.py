@@ -206,7 +206,7 @@ def test_a_canary_decides_whether_the_network_was_lost(
     assert policy.network_lost(checks, results(canary)[0]) is lost
 
 
-@pytest.mark.parametrize("kind", ["tcp", "tls", "smtp", "ssh", "ws"])
+@pytest.mark.parametrize("kind", ["tcp", "tls", "smtp", "ssh", "ws", "postgresql", "mysql", "redis", "docker", "dns", "icmp"])
 def test_a_connection_kinds_failure_to_reach_its_host_is_set_aside_when_the_network_is_lost(kind: str) -> None:
     checks = results(f"{kind}: dns", f"{kind}: connect error", f"{kind}: connect refused", f"{kind}: timeout")
     assert policy.network_lost(checks, results("dns")[0]) is True
@@ -258,3 +258,13 @@ def test_channel_urls_are_shown_with_every_token_hidden(url: str, shown: str) ->
 def test_errors_are_scrubbed_of_the_channels_secrets() -> None:
     url = "discord://1111/tokenxyz"
     assert scrub("POST to 1111/tokenxyz failed", url) == "POST to ***/*** failed"
+
+
+def test_every_kind_that_connects_has_its_cause_prefix_read_by_the_canary_rule() -> None:
+    """A kind added to probes.KINDS must join policy's list, or its failures to reach a host
+    would never be set aside when our own network is lost (http's causes name no kind; a
+    heartbeat connects to nothing)."""
+    from monitor_tick import probes
+
+    connecting = {kind.name for kind in probes.KINDS} - {"http", "heartbeat"}
+    assert {prefix.removesuffix(": ") for prefix in policy._CONNECTION_KINDS} == connecting
