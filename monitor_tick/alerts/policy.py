@@ -156,7 +156,19 @@ NETWORK_CAUSES = frozenset({"dns", "connect error"})
 
 
 # the kinds whose causes name them before a connection's failure ('smtp: dns')
-_CONNECTION_KINDS = ("tcp: ", "tls: ", "smtp: ", "ssh: ", "ws: ", "postgresql: ", "mysql: ", "redis: ", "docker: ", "dns: ", "icmp: ")
+_CONNECTION_KINDS = (
+    "tcp: ",
+    "tls: ",
+    "smtp: ",
+    "ssh: ",
+    "ws: ",
+    "postgresql: ",
+    "mysql: ",
+    "redis: ",
+    "docker: ",
+    "dns: ",
+    "icmp: ",
+)
 
 
 def is_network_failure(result: CheckResult) -> bool:
