@@ -206,7 +206,9 @@ def test_a_canary_decides_whether_the_network_was_lost(
     assert policy.network_lost(checks, results(canary)[0]) is lost
 
 
-@pytest.mark.parametrize("kind", ["tcp", "tls", "smtp", "ssh", "ws", "postgresql", "mysql", "redis", "docker", "dns", "icmp"])
+@pytest.mark.parametrize(
+    "kind", ["tcp", "tls", "smtp", "ssh", "ws", "postgresql", "mysql", "redis", "docker", "dns", "icmp"]
+)
 def test_a_connection_kinds_failure_to_reach_its_host_is_set_aside_when_the_network_is_lost(kind: str) -> None:
     checks = results(f"{kind}: dns", f"{kind}: connect error", f"{kind}: connect refused", f"{kind}: timeout")
     assert policy.network_lost(checks, results("dns")[0]) is True

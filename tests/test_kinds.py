@@ -110,12 +110,27 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
         ("tls://:443", "url has no host"),
         ("heartbeat:", "a heartbeat's url is the word 'heartbeat'"),
         ("http://example.test:99999/", "url is not valid: Port out of range 0-65535"),
-        ("postgresql://db.example.test/app", "postgresql:// needs a user: postgresql://user[:password]@host[:port]/dbname"),
+        (
+            "postgresql://db.example.test/app",
+            "postgresql:// needs a user: postgresql://user[:password]@host[:port]/dbname",
+        ),
         ("postgres://app@db.example.test/a/b", "postgresql:// takes one database name after the host"),
-        ("postgresql://app@db.example.test/app?sslmode=strict", "sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full (got 'strict')"),
-        ("postgresql://app@db.example.test/app?sslmode=verify-full", "sslmode=verify-full needs sslrootcert=PATH (a CA file) or sslrootcert=system"),
-        ("postgresql://app@db.example.test/app?sslmode=verify-ca&sslrootcert=ca.pem", "sslrootcert must be an absolute path or system (got 'ca.pem')"),
-        ("postgresql://app@db.example.test/app?options=-c%20x", "postgresql:// does not take 'options': only sslmode, sslrootcert, host"),
+        (
+            "postgresql://app@db.example.test/app?sslmode=strict",
+            "sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full (got 'strict')",
+        ),
+        (
+            "postgresql://app@db.example.test/app?sslmode=verify-full",
+            "sslmode=verify-full needs sslrootcert=PATH (a CA file) or sslrootcert=system",
+        ),
+        (
+            "postgresql://app@db.example.test/app?sslmode=verify-ca&sslrootcert=ca.pem",
+            "sslrootcert must be an absolute path or system (got 'ca.pem')",
+        ),
+        (
+            "postgresql://app@db.example.test/app?options=-c%20x",
+            "postgresql:// does not take 'options': only sslmode, sslrootcert, host",
+        ),
         ("postgresql://app@db.example.test/app?host=run/pg", "host must be an absolute path (got 'run/pg')"),
         ("postgresql://app@db.example.test/app?host=/run/pg", "postgresql:// with host= takes no host but localhost"),
         ("postgresql://app@/app", "url has no host"),
@@ -139,7 +154,11 @@ def test_urls_a_kind_cannot_use_are_refused_with_a_cause(url: str, cause: str) -
     ("tls", "plain", "refusal"),
     [
         ("rediss://cache.example.test", "redis://cache.example.test", "--expires-within needs a rediss:// url"),
-        ("mysql://app@db.example.test?tls=1", "mysql://app@db.example.test", r"--expires-within needs tls=1 \(mysql://...\?tls=1\)"),
+        (
+            "mysql://app@db.example.test?tls=1",
+            "mysql://app@db.example.test",
+            r"--expires-within needs tls=1 \(mysql://...\?tls=1\)",
+        ),
     ],
 )
 def test_a_database_certificate_expiry_is_judged_only_over_tls(tls: str, plain: str, refusal: str) -> None:

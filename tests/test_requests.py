@@ -458,12 +458,32 @@ def test_a_monitor_that_cannot_be_probed_costs_a_write_when_that_changes_and_one
     [
         # a host is no secret: the kind's own words stay whole, so the canary can read them
         ("redis://${REDIS_HOST}:6379", {"REDIS_HOST": "redis"}, "redis: dns", "redis: dns"),
-        ("postgresql://app:${PW}@db.example.test/x", {"PW": "s"}, "postgresql: connect error", "postgresql: connect error"),
+        (
+            "postgresql://app:${PW}@db.example.test/x",
+            {"PW": "s"},
+            "postgresql: connect error",
+            "postgresql: connect error",
+        ),
         ("tcp://${H}:22", {"H": "connect"}, "tcp: connect error", "tcp: connect error"),
         # a value in the query, the user info or the path is hidden where it stands whole
-        ("dns://example.org?server=192.0.2.53&expect=${IP}", {"IP": "192.0.2.1"}, "dns: expected 192.0.2.1, got 192.0.2.7", "dns: expected ${IP}, got 192.0.2.7"),
-        ("https://ops:${PW}@example.test/", {"PW": "hunter2"}, "probe failed: https://ops:hunter2@example.test/", "probe failed: https://ops:${PW}@example.test/"),
-        ("https://hc.example.test/ping/${UUID}", {"UUID": "0f3a-77"}, "status 404 at /ping/0f3a-77", "status 404 at /ping/${UUID}"),
+        (
+            "dns://example.org?server=192.0.2.53&expect=${IP}",
+            {"IP": "192.0.2.1"},
+            "dns: expected 192.0.2.1, got 192.0.2.7",
+            "dns: expected ${IP}, got 192.0.2.7",
+        ),
+        (
+            "https://ops:${PW}@example.test/",
+            {"PW": "hunter2"},
+            "probe failed: https://ops:hunter2@example.test/",
+            "probe failed: https://ops:${PW}@example.test/",
+        ),
+        (
+            "https://hc.example.test/ping/${UUID}",
+            {"UUID": "0f3a-77"},
+            "status 404 at /ping/0f3a-77",
+            "status 404 at /ping/${UUID}",
+        ),
     ],
 )
 def test_a_cause_hides_the_secrets_it_quotes_and_never_the_kinds_own_words(
