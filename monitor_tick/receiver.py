@@ -30,6 +30,9 @@ SQLite file is replaced by a restore. The connection is then opened again (Datab
 ping that finds it lost, and that ping is still answered. While no token can be looked up,
 every ping gets 503 (a client retries it; `curl --retry` does), an unknown token's too: a 404
 would tell a job its token is wrong. One line on stderr says when that starts, one when it ends.
+On PostgreSQL, an attempt to connect again is bounded, and a failed one is not repeated for a
+moment (RECONNECT_TIMEOUT_S, RETRY_AFTER_S): a database host that drops packets, rather than
+refusing them, would otherwise hold each ping, one after the other, past its client's patience.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ import re
 import signal
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
@@ -56,6 +60,13 @@ PING_PATH = re.compile(r"/ping/([A-Za-z0-9_-]{1,128})(?:/(fail|start))?/?")
 # Kuma's push tokens (10 characters in 1.23, 32 in 2.0) are alphanumeric
 KUMA_PUSH_PATH = re.compile(r"/api/push/([A-Za-z0-9_-]{1,128})/?")
 _DIGITS = re.compile(r"[0-9]{1,9}")
+# While PostgreSQL cannot be reached, a ping that tries to connect again holds the others up (one
+# runs at a time): an attempt gives up after RECONNECT_TIMEOUT_S (libpq's least is 2 s), where a
+# blackholed host would hold it for the 10 s the commands wait, and after a failed one the pings
+# of the next RETRY_AFTER_S get 503 at once, without an attempt of their own. A SQLite file opens
+# at once, found or not: it is tried at every ping.
+RECONNECT_TIMEOUT_S = 3
+RETRY_AFTER_S = 2.0
 _T = TypeVar("_T")
 
 
@@ -79,11 +90,15 @@ class Database:
         self.db = db
         self._conn: Any = conn
         self._lock = threading.Lock()
+        self._server = store.is_postgres_url(db)
+        self._retry_at_s = 0.0  # time.monotonic() before which no attempt to connect is made
+        self._failure = ""  # why the last attempt failed
 
     def run(self, work: Callable[[Any], _T]) -> _T:
         """`work(conn)`; if the connection turns out lost under it, `work` once more on a new one.
         Raises store.StoreError or store.DatabaseError when the database cannot be reached (the
-        next call tries again). A database is never created here: one that is gone stays gone."""
+        next call tries again; on PostgreSQL, the calls of RETRY_AFTER_S after a failed attempt
+        raise at once). A database is never created here: one that is gone stays gone."""
         with self._lock:
             held = self._conn is not None and not self._conn.lost()
             try:
@@ -99,8 +114,19 @@ class Database:
         if self._conn is not None and self._conn.lost():
             self.close()
         if self._conn is None:
-            self._conn = store.open_db(self.db, create=False)
+            self._conn = self._open()
         return self._conn
+
+    def _open(self) -> Any:
+        if not self._server:
+            return store.open_db(self.db, create=False)
+        if time.monotonic() < self._retry_at_s:
+            raise store.StoreError(self._failure)
+        try:
+            return store.open_db(self.db, create=False, connect_timeout_s=RECONNECT_TIMEOUT_S)
+        except store.StoreError as exc:
+            self._retry_at_s, self._failure = time.monotonic() + RETRY_AFTER_S, str(exc)
+            raise
 
     def close(self) -> None:
         if self._conn is not None:

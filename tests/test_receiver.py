@@ -14,6 +14,8 @@ import sqlite3
 import struct
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -270,6 +272,121 @@ def test_serve_reconnects_after_postgresql_restarts_and_says_503_while_it_is_dow
         assert last_ping_failed() == 0
         assert status(f"/ping/{UNKNOWN_TOKEN}") == 404
         assert served.next_stderr_line() == BACK
+
+
+class Relay:
+    """A TCP relay on 127.0.0.1 to a local port, which can turn into a blackhole: a database host
+    whose packets are dropped. It then accepts connections but answers nothing on them (a client
+    waits as for a host that drops its SYN), and the connections it relayed are gone. `accepted`
+    counts the connections made to it."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.accepted = 0
+        self.forwarding = True
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            with self._lock:
+                self.accepted += 1
+                self._sockets.append(client)
+                if not self.forwarding:
+                    continue  # held open and never read
+                upstream = socket.create_connection(("127.0.0.1", self.target_port))
+                self._sockets.append(upstream)
+            for source, sink in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(source, sink), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _drop(source)
+            _drop(sink)
+
+    def _drop_all(self) -> None:
+        with self._lock:
+            for sock in self._sockets:
+                _drop(sock)
+            self._sockets.clear()
+
+    def blackhole(self) -> None:
+        with self._lock:
+            self.forwarding = False
+        self._drop_all()
+
+    def forward(self) -> None:
+        with self._lock:
+            self.forwarding = True
+        self._drop_all()
+
+    def close(self) -> None:
+        _drop(self._listener)
+        self._drop_all()
+
+
+def _drop(sock: socket.socket) -> None:
+    try:
+        sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked in recv() or accept() on it
+    except OSError:
+        pass
+    sock.close()
+
+
+def test_serve_answers_503_at_once_while_its_postgresql_host_is_blackholed(pg_server: Server) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url)
+    token, digest = new_token()
+    add(conn, "heartbeat", name="job", every_s=3600, token_sha256=digest)
+    conn.close()
+    relay = Relay(pg_server.port)
+    # patient enough for one reconnect attempt of serve's, and less than libpq's usual 10 s
+    with (
+        serving(url.replace(f":{pg_server.port}/", f":{relay.port}/")) as served,
+        httpx.Client(trust_env=False, timeout=8) as client,
+    ):
+        try:
+
+            def status(path: str) -> int | str:
+                try:
+                    return client.get(served.url(path)).status_code
+                except httpx.TimeoutException:
+                    return "timed out"
+
+            assert status(f"/ping/{token}") == 200
+            relay.blackhole()
+            before = relay.accepted
+            # the first ping finds the connection lost, and its attempt to connect again hangs
+            # until serve gives up; the pings after it do not wait for attempts of their own
+            paths = [f"/ping/{token}", f"/ping/{UNKNOWN_TOKEN}"] * 4
+            assert [status(path) for path in paths] == [503] * 8
+            assert relay.accepted - before <= 2
+            assert LOST.fullmatch(served.next_stderr_line())
+            relay.forward()
+            # once serve tries again, pings are recorded: poll until then, within bounds
+            for _ in range(200):
+                if (answered := status(f"/ping/{token}/fail")) != 503:
+                    break
+                time.sleep(0.05)
+            assert answered == 200
+            assert served.next_stderr_line() == BACK
+            assert status(f"/ping/{UNKNOWN_TOKEN}") == 404
+        finally:
+            relay.close()
+    with psycopg.connect(url) as raw:
+        assert raw.execute("SELECT last_ping_failed FROM pings").fetchone() == (1,)
 
 
 def test_serve_says_503_while_its_database_file_is_gone_and_records_pings_once_it_is_back(tmp_path: Path) -> None:

@@ -31,6 +31,10 @@ _T = TypeVar("_T")
 # are short (no probe runs inside one), so the fleet's hosts wait milliseconds for each other.
 _WRITE_LOCK_KEY = 0x6D6F6E74  # "mont": any constant shared by every monitor-tick process
 
+# How long connecting may take (libpq's connect_timeout, whole seconds, at least 2) before it
+# fails, when the server's host drops packets rather than refusing them
+CONNECT_TIMEOUT_S = 10
+
 # The row whose interval has no schedule: typed columns hold integers only (see due.py; must
 # match schema_postgres.sql's monitors_bad_interval index).
 _USABLE_INTERVAL = "{n} >= 60 AND {n} % 60 = 0"  # an integer column: no typeof()
@@ -194,7 +198,9 @@ def set_busy_timeout(conn: Connection, busy_timeout_s: float) -> None:
     conn.execute("SELECT set_config('lock_timeout', ?, false)", (f"{_lock_timeout_ms(busy_timeout_s)}ms",))
 
 
-def _connect(url: str, busy_timeout_s: float, *, read_only: bool) -> Connection:
+def _connect(
+    url: str, busy_timeout_s: float, *, read_only: bool, connect_timeout_s: int = CONNECT_TIMEOUT_S
+) -> Connection:
     # a writer waits lock_timeout for another's write lock, as SQLite's busy timeout; set at
     # connect time (libpq's options), which costs no round trip
     # JIT and parallel workers cost more than the tick's short queries take: JIT compiled the due
@@ -206,7 +212,7 @@ def _connect(url: str, busy_timeout_s: float, *, read_only: bool) -> Connection:
     if read_only:
         settings += " -c default_transaction_read_only=on"
     try:
-        raw = psycopg.connect(url, autocommit=True, connect_timeout=10, options=settings)
+        raw = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout_s, options=settings)
     except psycopg.Error as exc:
         raise StoreError(f"cannot connect to database {shown(url)}: {connect_failure(str(exc))}") from None
     raw.adapters.register_loader("numeric", _NumberLoader)
@@ -239,13 +245,18 @@ def connect_failure(text: str) -> str:
 
 
 def open_db(
-    url: str, *, create: bool = True, migrate: bool = True, busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S
+    url: str,
+    *,
+    create: bool = True,
+    migrate: bool = True,
+    busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
+    connect_timeout_s: int = CONNECT_TIMEOUT_S,
 ) -> Connection:
-    """Connect to the PostgreSQL database at `url`; on first use create the schema in it, and
-    upgrade an older schema (see migrations/) unless `migrate` is false. Raises StoreError when
-    it cannot connect, the database holds tables that are not monitor-tick's, or its schema is
-    newer than this program (or older, without `migrate`)."""
-    conn = _connect(url, busy_timeout_s, read_only=False)
+    """Connect to the PostgreSQL database at `url`, giving up after `connect_timeout_s`; on first
+    use create the schema in it, and upgrade an older schema (see migrations/) unless `migrate`
+    is false. Raises StoreError when it cannot connect, the database holds tables that are not
+    monitor-tick's, or its schema is newer than this program (or older, without `migrate`)."""
+    conn = _connect(url, busy_timeout_s, read_only=False, connect_timeout_s=connect_timeout_s)
     try:
         _ensure_schema(conn, url, create=create, migrate=migrate)
     except BaseException:
