@@ -21,7 +21,7 @@ from monitor_tick.core.model import InvalidMonitor
 from monitor_tick.probes import docker, new_monitor
 from tests.commands import MONITOR_TICK, ORDINARY_MS, clock_at, ok_at, run_at
 from tests.docker_engine import FAILING_CHECK_IMAGE, SECOND_NS, Engine, running_engine, tcp_relay
-from tests.servers import refused_port
+from tests.servers import LocalServer, refused_port
 
 HOUR_MS = clock.minute_start_ms(29_934_720) + 5_000  # 2026-12-01T00:00:05Z: hourly lines are said
 ENGINE_FORMS = "docker:// host must be unix:///path/docker.sock or tcp://host:port"
@@ -254,3 +254,15 @@ def test_a_check_without_timings_starts_for_the_engine_defaults_three_times_30_s
     at = clock.parse_iso_ms(started)
     assert docker.state_cause(container, at + 90_000) is None
     assert docker.state_cause(container, at + 90_001) == "docker: health check still starting after 1m30s"
+
+
+def test_a_web_server_where_an_engine_should_be_is_not_read_as_a_missing_container(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    # only the Engine's own 404 (a JSON message) says the container is not there
+    db = str(tmp_path / "m.db")
+    added(
+        db, ORDINARY_MS, ("web", f"docker://web?host=tcp://127.0.0.1:{local_server.port}"), options=("--retries", "0")
+    )
+    assert results(tick(db, ORDINARY_MS)) == {"web": ("down", "docker: not an Engine API answer")}
+    assert [r.target for r in local_server.requests] == ["/containers/web/json"]

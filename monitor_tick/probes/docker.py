@@ -87,14 +87,15 @@ async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     except (httpx.HTTPError, OSError) as exc:  # transports may leak raw socket errors (the guard's)
         return _failed(exc, path)
     latency_ms = elapsed_ms(start, time.perf_counter())
-    if response.status_code == 404:
-        return ProbeResult("down", latency_ms, None, "docker: no such container")
-    if response.status_code != 200:
-        return ProbeResult("down", latency_ms, None, f"docker: the engine answered {response.status_code}")
     try:
-        container = response.json()
+        answer = response.json()
     except ValueError:
-        container = None
+        answer = None
+    if response.status_code == 404 and isinstance(answer, dict) and isinstance(answer.get("message"), str):
+        return ProbeResult("down", latency_ms, None, "docker: no such container")  # the Engine's own 404
+    if response.status_code not in (200, 404):
+        return ProbeResult("down", latency_ms, None, f"docker: the engine answered {response.status_code}")
+    container = answer if response.status_code == 200 else None
     if not isinstance(container, dict) or not isinstance(container.get("State"), dict):
         return ProbeResult("down", latency_ms, None, "docker: not an Engine API answer")
     cause = state_cause(container, ctx.now_ms)
