@@ -290,10 +290,17 @@ NFC, NFD = "caf\u00e9", "cafe\u0301"  # é as one code point; e and a combining 
 def test_step_14_puts_names_in_nfc_and_renames_those_that_then_collide_saying_so(any_db: str) -> None:
     """On both engines: names an older version stored as typed, 'café' in two Unicode forms."""
     conn = store.open_db(any_db)
-    ids = [add(conn, f"http://127.0.0.1:9/{n}", name=f"m{n}") for n in range(5)]
+    ids = [add(conn, f"http://127.0.0.1:9/{n}", name=f"m{n}") for n in range(6)]
     store.add_owner(conn, "o1", "default", None)
     store.add_owner(conn, "o2", "default", None)
-    stored = {ids[0]: NFC, ids[1]: NFD, ids[2]: f"{NFC} (2)", ids[3]: f"cr{NFD}me", ids[4]: NFD.upper()}
+    stored = {
+        ids[0]: NFC,
+        ids[1]: NFD,
+        ids[2]: f"{NFC} (2)",
+        ids[3]: f"cr{NFD}me",
+        ids[4]: NFD.upper(),
+        ids[5]: f"{NFD} (3)",  # the name ids[1] is renamed to, in the other form
+    }
     for monitor, name in stored.items():
         conn.execute("UPDATE monitors SET name = ?, group_name = ? WHERE id = ?", (name, f"{NFD} group", monitor))
     conn.execute("UPDATE owners SET name = ? WHERE name = 'o1'", (NFD,))
@@ -312,6 +319,8 @@ def test_step_14_puts_names_in_nfc_and_renames_those_that_then_collide_saying_so
         "in another Unicode form\n"
         f"monitor-tick: upgrade: monitor {ids[1]} renamed {NFD!r} -> {NFC + ' (3)'!r}: monitor {ids[0]} has the "
         "same name in another Unicode form\n"
+        f"monitor-tick: upgrade: monitor {ids[5]} renamed {NFD + ' (3)'!r} -> {NFC + ' (3) (2)'!r}: monitor {ids[1]} "
+        "was renamed to that name in this upgrade\n"
     )
     conn = store.open_db(any_db)
     try:
@@ -326,6 +335,7 @@ def test_step_14_puts_names_in_nfc_and_renames_those_that_then_collide_saying_so
         ids[2]: f"{NFC} (2)",
         ids[3]: f"cr{NFC}me",  # in NFC, and no other monitor's: not renamed, as it prints the same
         ids[4]: NFC.upper(),
+        ids[5]: f"{NFC} (3) (2)",
     }
     assert groups == {f"{NFC} group"}
     assert owners == [NFC, f"{NFC} (2)"]

@@ -30,6 +30,7 @@ def upgrade(conn: Connection) -> list[str]:
         rows = [(int(row_id), str(name)) for row_id, name in conn.execute(f"SELECT id, name FROM {table} ORDER BY id")]
         # each name's row: first the names already in NFC, which stay as they are
         holders = {name: row_id for row_id, name in rows if unicodedata.is_normalized("NFC", name)}
+        renamed: set[str] = set()  # names given by this step to a row that held another
         for row_id, name in rows:
             if holders.get(name) == row_id:
                 continue
@@ -41,10 +42,13 @@ def upgrade(conn: Connection) -> list[str]:
             holders[new] = row_id
             conn.execute(f"UPDATE {table} SET name = ? WHERE id = ?", (new, row_id))
             if new != wanted:
-                said.append(
-                    f"{what} {row_id} renamed {name!r} -> {new!r}: {what} {holders[wanted]} has the same name "
-                    "in another Unicode form"
+                renamed.add(new)
+                why = (
+                    "was renamed to that name in this upgrade"
+                    if wanted in renamed
+                    else ("has the same name in another Unicode form")
                 )
+                said.append(f"{what} {row_id} renamed {name!r} -> {new!r}: {what} {holders[wanted]} {why}")
     groups = conn.execute("SELECT DISTINCT group_name FROM monitors WHERE group_name IS NOT NULL").fetchall()
     for (group,) in groups:
         if not unicodedata.is_normalized("NFC", group):
