@@ -43,11 +43,10 @@ def upgrade(conn: Connection) -> list[str]:
             conn.execute(f"UPDATE {table} SET name = ? WHERE id = ?", (new, row_id))
             if new != wanted:
                 renamed.add(new)
-                why = (
-                    "was renamed to that name in this upgrade"
-                    if wanted in renamed
-                    else ("has the same name in another Unicode form")
-                )
+                if wanted in renamed:
+                    why = "was renamed to that name in this upgrade"
+                else:
+                    why = "has the same name in another Unicode form"
                 said.append(f"{what} {row_id} renamed {name!r} -> {new!r}: {what} {holders[wanted]} {why}")
     groups = conn.execute("SELECT DISTINCT group_name FROM monitors WHERE group_name IS NOT NULL").fetchall()
     for (group,) in groups:
