@@ -231,13 +231,11 @@ def resolved(monitor: Monitor, env: Mapping[str, str] | None = None) -> Monitor:
 def _resolved_url(url: str, env: Mapping[str, str] | None) -> str:
     """`url` with its references resolved; a value in the user info (a password, say) is
     percent-encoded there, so that its '@', ':' or '/' stay part of it and its '%' is its own."""
-    scheme, sep, rest = url.partition("://")
-    end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    userinfo, at, host_and_after = rest[:end].rpartition("@")
-    if not (sep and at and "${" in userinfo):
+    start, userinfo, host, rest = request.split_authority(url)
+    if "${" not in userinfo:
         return request.resolve(url, env, carrier="a URL")
     encoded = request.resolve(userinfo, env, carrier="a URL", encode=lambda value: quote(value, safe=""))
-    return scheme + sep + encoded + at + request.resolve(host_and_after + rest[end:], env, carrier="a URL")
+    return start + encoded + request.resolve(host + rest, env, carrier="a URL")
 
 
 def _unresolved_url(monitor: Monitor) -> str | None:

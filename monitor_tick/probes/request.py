@@ -70,7 +70,8 @@ def hide_values(text: str, monitor: Monitor, env: Mapping[str, str] | None = Non
     dns', which the canary could no longer read."""
     env = os.environ if env is None else env
     names: dict[str, str] = {}
-    for setting in (_without_host(monitor.url), monitor.headers, monitor.basic_auth, monitor.body):
+    start, userinfo, _, rest = split_authority(monitor.url)  # the host: no secret
+    for setting in (start + userinfo + rest, monitor.headers, monitor.basic_auth, monitor.body):
         if setting and "${" in setting:
             for name in ENV_REFERENCE.findall(setting):
                 if env.get(name):
@@ -81,12 +82,15 @@ def hide_values(text: str, monitor: Monitor, env: Mapping[str, str] | None = Non
     return text
 
 
-def _without_host(url: str) -> str:
-    """`url` without its host and port (scheme://[userinfo@]HOST[:PORT]/...)."""
+def split_authority(url: str) -> tuple[str, str, str, str]:
+    """`url` as (`scheme://`, the user info with its '@', `host[:port]`, the rest: path, query,
+    fragment), each '' where there is none; the four join back to `url`."""
     scheme, sep, rest = url.partition("://")
+    if not sep:
+        return "", "", "", url
     end = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
-    userinfo, at, _ = rest[:end].rpartition("@")
-    return scheme + sep + userinfo + at + rest[end:]
+    userinfo, at, host = rest[:end].rpartition("@")
+    return scheme + sep, userinfo + at, host, rest[end:]
 
 
 def request_headers(monitor: Monitor, env: Mapping[str, str] | None = None) -> dict[str, str]:
