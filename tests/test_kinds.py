@@ -25,7 +25,8 @@ from monitor_tick.probes import (
 )
 from tests.servers import ca_pem_path
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+# the manual's page with the kinds table
+KINDS_PAGE = Path(__file__).resolve().parent.parent / "docs" / "monitors.md"
 runner = CliRunner()
 
 # One URL per kind, for the table-driven tests below (a new kind adds its own).
@@ -72,12 +73,12 @@ def test_every_kind_has_a_sample_and_every_option_a_flag_and_a_value() -> None:
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
-def test_each_kind_is_selected_by_its_schemes_and_documented_in_help_and_readme(kind: Kind) -> None:
+def test_each_kind_is_selected_by_its_schemes_and_documented_in_help_and_the_manual(kind: Kind) -> None:
     assert all(KIND_OF_SCHEME[scheme] == kind.name for scheme in kind.schemes)
     assert set(kind.options) <= set(OPTIONS) and set(kind.defaults) <= set(OPTIONS)
     help_text = " ".join(runner.invoke(app, ["add", "--help"]).stdout.split())
     assert kind.usage in help_text
-    assert f"`{kind.usage}`" in README.read_text(encoding="utf-8")
+    assert f"`{kind.usage}`" in KINDS_PAGE.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)

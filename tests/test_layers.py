@@ -13,6 +13,8 @@ import pytest
 from importlinter.cli import lint_imports
 
 ROOT = Path(__file__).resolve().parent.parent
+# the manual's page that holds "Where things are"
+DEVELOPMENT = ROOT / "docs" / "development.md"
 
 
 def test_the_import_contracts_are_kept(capsys: pytest.CaptureFixture[str]) -> None:
@@ -107,9 +109,9 @@ def test_an_import_circle_is_found(tmp_path: Path) -> None:
     assert circles(sibling_imports(folder)) == [["a", "b", "c", "a"]]
 
 
-def _paragraphs(readme: str) -> dict[str, str]:
-    """The entries of the README's "Where things are" tree: name (`cli/`, `receiver.py`) -> text."""
-    section = readme.split("\n## Where things are\n", 1)[1].split("\n## ", 1)[0]
+def _paragraphs(page: str) -> dict[str, str]:
+    """The entries of the "Where things are" tree (docs/development.md): name (`cli/`, `receiver.py`) -> text."""
+    section = page.split("\n## Where things are\n", 1)[1].split("\n## ", 1)[0]
     tree = section.split("    monitor_tick/\n", 1)[1].split("\n\n", 1)[0]
     entries: dict[str, str] = {}
     name = ""
@@ -121,10 +123,10 @@ def _paragraphs(readme: str) -> dict[str, str]:
     return entries
 
 
-def _unnamed(readme: str) -> list[str]:
+def _unnamed(page: str) -> list[str]:
     """The modules and packages of monitor_tick/ that the tree does not name where they are: a
     module as `name.py` in its package's entry, a package inside one as `name/`."""
-    entries = {name: set(re.findall(r"[A-Za-z0-9_]+(?:\.py|/)", text)) for name, text in _paragraphs(readme).items()}
+    entries = {name: set(re.findall(r"[A-Za-z0-9_]+(?:\.py|/)", text)) for name, text in _paragraphs(page).items()}
     package = ROOT / "monitor_tick"
     missing = []
     for path in sorted(package.rglob("*.py")):
@@ -144,10 +146,10 @@ def _unnamed(readme: str) -> list[str]:
 
 
 def test_where_things_are_names_every_module() -> None:
-    assert _unnamed((ROOT / "README.md").read_text()) == []
+    assert _unnamed(DEVELOPMENT.read_text()) == []
 
 
 def test_where_things_are_fails_on_a_module_it_does_not_name() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert _unnamed(readme.replace("fanout.py (probes in flight)", "(probes in flight)")) == ["run/fanout.py"]
-    assert "receiver.py" in _unnamed(readme.replace("      receiver.py   ", "      (gone)        "))
+    page = DEVELOPMENT.read_text()
+    assert _unnamed(page.replace("fanout.py (probes in flight)", "(probes in flight)")) == ["run/fanout.py"]
+    assert "receiver.py" in _unnamed(page.replace("      receiver.py   ", "      (gone)        "))

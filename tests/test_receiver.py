@@ -36,7 +36,8 @@ from tests.conftest import add
 from tests.postgres import Server
 
 MONITOR_TICK = Path(sys.executable).parent / "monitor-tick"
-README = Path(__file__).resolve().parents[1] / "README.md"
+# the manual's page with a heartbeat's curl line
+HEARTBEATS_PAGE = Path(__file__).resolve().parents[1] / "docs" / "monitors.md"
 LOST = re.compile(r"monitor-tick: pings get 503 until the database is back: .+\n")
 BACK = "monitor-tick: the database is back: pings are recorded again\n"
 UNKNOWN_TOKEN = "A" * 43
@@ -219,12 +220,12 @@ def test_the_tick_sees_pings_received_over_http(receiver: Receiver, client: http
         conn.close()
 
 
-def readme_ping(base_url: str, token: str) -> list[str]:
-    """The README's curl line for a heartbeat's ping, as written, sent to `base_url`."""
+def manual_ping(base_url: str, token: str) -> list[str]:
+    """The manual's curl line for a heartbeat's ping (docs/monitors.md), as written, sent to `base_url`."""
     assert shutil.which("curl"), "curl is missing: `apt-get install -y curl` (the README's test command does)"
     line = next(
         line
-        for line in README.read_text(encoding="utf-8").splitlines()
+        for line in HEARTBEATS_PAGE.read_text(encoding="utf-8").splitlines()
         if line.lstrip().startswith("curl ") and "/ping/TOKEN" in line
     )
     return [
@@ -260,14 +261,14 @@ def test_serve_reconnects_after_postgresql_restarts_and_says_503_while_it_is_dow
         # token's too, and serve says so in one line, not one a ping
         curl_env = {name: value for name, value in os.environ.items() if not name.lower().endswith("_proxy")}
         with pg_server.outage():
-            ping = readme_ping(served.url(""), token)
+            ping = manual_ping(served.url(""), token)
             assert "--retry" in ping
             with subprocess.Popen(ping, env=curl_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as curl:
                 assert LOST.fullmatch(served.next_stderr_line())  # said when curl's first try got 503
                 paths = (f"/ping/{token}", f"/ping/{UNKNOWN_TOKEN}", f"/api/push/{token}")
                 assert [status(path) for path in paths] == [503, 503, 503]
                 pg_server.start()
-                # the README's curl line retries: its ping, sent during the outage, is recorded
+                # the manual's curl line retries: its ping, sent during the outage, is recorded
                 assert curl.wait(timeout=60) == 0, curl.communicate()
         assert last_ping_failed() == 0
         assert status(f"/ping/{UNKNOWN_TOKEN}") == 404

@@ -1,6 +1,7 @@
 """Backups: `backup --out FILE` makes a consistent, private copy while ticks commit; `check`
-says in one line whether a file is sound; the README's restore steps, run as written, give a
-file that passes `check` and ticks, and a `serve` left running records pings in it."""
+says in one line whether a file is sound; the manual's restore steps (docs/troubleshooting.md),
+run as written, give a file that passes `check` and ticks, and a `serve` left running records
+pings in it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from tests.conftest import add
 
 BIN = Path(sys.executable).parent
 MONITOR_TICK = str(BIN / "monitor-tick")
-README = Path(__file__).resolve().parents[2] / "README.md"
+# the manual's page with the restore steps
+RESTORE_PAGE = Path(__file__).resolve().parents[2] / "docs" / "troubleshooting.md"
 MINUTE = 29_934_720
 
 
@@ -151,16 +153,16 @@ KILLED_WRITER = textwrap.dedent(
 
 
 def _restore_steps() -> str:
-    """The shell lines of the README's restore block (the indented block after 'To restore')."""
-    text = README.read_text(encoding="utf-8")
+    """The shell lines of the manual's restore block (the indented block after 'To restore')."""
+    text = RESTORE_PAGE.read_text(encoding="utf-8")
     after = text[text.index("To restore from a backup") :]
     block = re.search(r"\n\n((?:    .*\n|\n)+)", after)
-    assert block, "the README has no restore steps"
+    assert block, "docs/troubleshooting.md has no restore steps"
     return textwrap.dedent(block.group(1))
 
 
 def _restore(db_path: str, backup: Path, tmp_path: Path) -> None:
-    """Run the README's restore steps as written, on `db_path` from `backup`."""
+    """Run the manual's restore steps as written, on `db_path` from `backup`."""
     steps = _restore_steps()
     assert "DB=/var/lib/monitor-tick/monitor-tick.db" in steps and "/var/lib/monitor-tick/tick.lock" in steps
     steps = (
@@ -173,7 +175,7 @@ def _restore(db_path: str, backup: Path, tmp_path: Path) -> None:
     assert restored.returncode == 0, restored.stderr
 
 
-def test_the_readme_restore_steps_give_a_file_that_checks_and_ticks(db_path: str, tmp_path: Path) -> None:
+def test_the_manual_restore_steps_give_a_file_that_checks_and_ticks(db_path: str, tmp_path: Path) -> None:
     conn = store.open_db(db_path)
     kept = add(conn, "heartbeat", name="kept")
     conn.close()
@@ -183,7 +185,7 @@ def test_the_readme_restore_steps_give_a_file_that_checks_and_ticks(db_path: str
     assert cli("--minute", str(MINUTE), "--db", db_path).returncode == 0
     # a process that dies with a commit still in the -wal (not yet in the file): restoring must
     # not let that -wal be replayed onto the restored file
-    died = subprocess.run([sys.executable, "-c", KILLED_WRITER, db_path], timeout=60, cwd=README.parent)
+    died = subprocess.run([sys.executable, "-c", KILLED_WRITER, db_path], timeout=60, cwd=RESTORE_PAGE.parents[1])
     assert died.returncode == -9 and Path(f"{db_path}-wal").stat().st_size > 0
     _restore(db_path, backup, tmp_path)
     assert cli("check", "--db", db_path).returncode == 0

@@ -2,7 +2,7 @@
 bounded, the gap is recorded as missed ("no data"), and the live ticks at the real time go on
 probing, so an outage after the step is still reported: a live tick takes over any minute
 claimed by a clock that read later than its own by more than a tick can run. (So after a step
-back, the minutes between are run a second time: see README, "The clock steps".)
+back, the minutes between are run a second time: see docs/troubleshooting.md, "The clock steps".)
 
 The installed command runs under a clock moved by MONITOR_TICK_TEST_CLOCK_OFFSET_MS (clock.py's
 test-only offset); in-process ticks use freezegun."""
