@@ -37,7 +37,7 @@ def backup(
 @app.command()
 def check(ctx: typer.Context, db: DbOption = None) -> None:
     """Run SQLite's integrity and foreign-key checks, read-only, and say in one line whether the
-    database is sound (exit 0) or damaged (exit 1: restore a backup, see the README)."""
+    database is sound (exit 0) or damaged (exit 1: restore a backup, see docs/troubleshooting.md)."""
     path = db_path(ctx, db)
     try:
         problems = store.integrity_problems(path)

@@ -10,8 +10,8 @@ Adding a kind is two lines of work outside its own module:
     1. monitor_tick/probes/<kind>.py defines `KIND = Kind(...)` and its probe;
     2. its module joins KINDS below (PROBES and KIND_OF_SCHEME are derived from it);
 
-plus its usage in `add`'s help and in the README, which tests/test_kinds.py requires for every
-kind in PROBES. Validation on `add` and on every due row, due selection, fan-out, retries,
+plus its usage in `add`'s help and in the manual (docs/monitors.md), which tests/test_kinds.py
+requires for every kind in PROBES. Validation on `add` and on every due row, due selection, fan-out, retries,
 rollups, incidents, `list`, `report` and the tick's --json are shared and need no edit. Only a
 kind with an option of its own adds a Monitor field with its column (schema.sql) and an `add`
 option; only a kind with results of its own (heartbeats' pings) adds a table, its SQL

@@ -113,7 +113,7 @@ class Kind:
 
     name      the `kind` column's value
     schemes   URL schemes that select it; a bare word (`heartbeat`) selects a kind with no address
-    usage     how to write its URL (for `add --help` and the README)
+    usage     how to write its URL (for `add --help` and the manual, docs/monitors.md)
     probe     async (monitor, ctx) -> ProbeResult; never raises for what a remote end does
     check     raises InvalidMonitor for a URL or option this kind cannot use
     options   the model.OPTIONS a user may set for it; the others must keep their defaults

@@ -423,7 +423,7 @@ def _probe(
             await clients.aclose()
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
-    # would bring back the slow-resolver queue that DaemonThreads removes (README, issue 3)
+    # would bring back the slow-resolver queue that DaemonThreads removes (docs/performance.md, issue 3)
     return asyncio.run(main())
 
 
