@@ -5,6 +5,7 @@ engines: see the `any_db` fixture in conftest.py.)"""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -25,7 +26,7 @@ from monitor_tick.store import migrations, postgres
 from tests.commands import clock_at
 from tests.conftest import add
 from tests.postgres import Server
-from tests.servers import LocalServer, refused_port
+from tests.servers import LocalServer, refused_port, send_response
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 
@@ -333,6 +334,66 @@ def test_a_tick_that_loses_postgresql_mid_probe_says_so_writes_nothing_and_the_n
     )
     assert done.returncode == 0, done.stderr
     assert '"claimed":true' in done.stdout.replace(" ", "")
+
+
+class Gate:
+    """A route whose requests wait, unanswered, until the test opens the gate (then 200)."""
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._open: asyncio.Event | None = None
+
+    async def handler(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+        if self._open is None:  # made on the server's own loop
+            self._loop, self._open = asyncio.get_running_loop(), asyncio.Event()
+        await self._open.wait()
+        await send_response(writer, 200, "ok", method=method)
+
+    def open(self) -> None:
+        assert self._loop is not None and self._open is not None
+        self._loop.call_soon_threadsafe(self._open.set)
+
+
+def test_a_host_claims_its_next_share_while_the_probes_of_its_first_are_still_running(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url)
+    monitors = [add(conn, local_server.url(f"/gate?m={n}"), name=f"m{n}", timeout_s=20.0) for n in range(store.BUCKETS)]
+    conn.close()
+    gate = Gate()
+    local_server.route("/gate", gate.handler)
+    env = {**os.environ, **clock_at(clock.minute_start_ms(MINUTE) + 5_000)}
+    with started("--db", url, "--budget", "25s", "--lease", "40s", env=env) as tick:
+        try:
+            first = local_server.hits.wait_for("/gate", timeout=20)
+            # one monitor a bucket: more probes than the first share's buckets, none answered yet
+            more = local_server.hits.wait_for("/gate", count=first_share(url) + 1, timeout=20)
+            held = local_server.hits["/gate"]
+            gate.open()
+            out, err = tick.communicate(timeout=30)
+        finally:
+            tick.kill()
+    assert first and more, "the host waited for its first share's probes before claiming more"
+    assert tick.returncode == 0 and out == "" and err == ""
+    assert held < store.BUCKETS  # it did not take the whole minute at once...
+    with psycopg.connect(url) as raw:  # ...and every monitor was checked once
+        assert raw.execute("SELECT monitor_id, checks FROM rollups ORDER BY monitor_id").fetchall() == [
+            (monitor, 1) for monitor in monitors
+        ]
+
+
+def first_share(url: str) -> int:
+    """How many buckets of MINUTE the first claim took: each claim is a transaction of its own,
+    so its rows share their xmin (until a write finishes them)."""
+    with psycopg.connect(url) as raw:
+        return int(
+            raw.execute(
+                "SELECT count(*) FROM claims WHERE minute = %s GROUP BY xmin::text::bigint "
+                "ORDER BY xmin::text::bigint LIMIT 1",
+                (MINUTE,),
+            ).fetchone()[0]
+        )
 
 
 def test_a_lease_no_longer_than_the_budget_is_refused(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.run.tick import (
+from monitor_tick.run.rounds import (
     DEFAULT_BUDGET_S,
     DEFAULT_CATCH_UP_MINUTES,
     DEFAULT_CONCURRENCY,

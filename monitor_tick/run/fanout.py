@@ -193,42 +193,125 @@ async def probe_all(
     (default `concurrency`) run at once: a worker waits for one to end before starting another.
     Probes still running, or not yet started, when `budget_s` runs out are cancelled and come
     back `unknown`: our limit, not an outage."""
-    results: list[ProbeResult | None] = [None] * len(monitors)
-    pending = iter(range(len(monitors)) if order is None else order)
-    probes: list[asyncio.Future[None]] = []
-    # file descriptors and the resolver's threads are finite: a probe holds both until its end
-    in_flight = asyncio.Semaphore(max_in_flight or concurrency)
+    pool = Pool(
+        ctx, concurrency=concurrency, retry_delay_s=retry_delay_s, slot_hold_s=slot_hold_s, max_in_flight=max_in_flight
+    )
+    batch = pool.submit(monitors, order)
+    waiting = asyncio.ensure_future(batch.ended())
+    try:
+        await asyncio.wait([waiting], timeout=budget_s)
+    finally:
+        await pool.close()
+        waiting.cancel()
+    return batch.results()
 
-    async def probe(index: int) -> None:
-        try:
-            results[index] = await _probe_one(monitors[index], ctx, retry_delay_s)
-        finally:
-            in_flight.release()
 
-    async def worker() -> None:
-        for index in pending:  # shared: each index is taken by exactly one worker
-            await in_flight.acquire()
-            task = asyncio.ensure_future(probe(index))
-            probes.append(task)
+class Batch:
+    """Monitors handed to a Pool together: their results, once each probe has ended (CUT_OFF
+    for those the pool's close cut off), and whether every probe has given its worker back."""
+
+    def __init__(self, monitors: Sequence[Monitor]) -> None:
+        loop = asyncio.get_running_loop()
+        self.monitors = monitors
+        self._results: list[asyncio.Future[ProbeResult]] = [loop.create_future() for _ in monitors]
+        self._holding = len(monitors)  # probes not started, or holding their worker
+        self.released = asyncio.Event()  # every probe ended or gave its worker away
+        if not monitors:
+            self.released.set()
+
+    async def ended(self) -> list[ProbeResult]:
+        """Every result, once each probe has ended or was cut off (Pool.close)."""
+        if self._results:
+            await asyncio.wait(self._results)
+        return self.results()
+
+    def results(self) -> list[ProbeResult]:
+        """The results so far: CUT_OFF for probes not ended."""
+        return [f.result() if f.done() and not f.cancelled() else CUT_OFF for f in self._results]
+
+    def _release_one(self) -> None:
+        self._holding -= 1
+        if self._holding == 0:
+            self.released.set()
+
+
+class Pool:
+    """`concurrency` workers that probe the monitors of every batch handed to them (submit), in
+    the order handed (a batch's own `order` within it): a tick that hands in more monitors while
+    probing (a PostgreSQL tick's next share, run/shares.py) keeps its workers busy. Each worker
+    starts the next probe when its own ended or has run `slot_hold_s`; at most `max_in_flight`
+    probes run at once (see probe_all). Make it on the running loop; close cancels every probe
+    still running or waiting (their results are CUT_OFF)."""
+
+    def __init__(
+        self,
+        ctx: ProbeContext,
+        *,
+        concurrency: int,
+        retry_delay_s: float,
+        slot_hold_s: float | None = None,
+        max_in_flight: int | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self._retry_delay_s = retry_delay_s
+        self._slot_hold_s = slot_hold_s
+        self._queue: asyncio.Queue[tuple[Batch, int]] = asyncio.Queue()
+        # file descriptors and the resolver's threads are finite: a probe holds both until its end
+        self._in_flight = asyncio.Semaphore(max_in_flight or concurrency)
+        self._probes: set[asyncio.Future[None]] = set()
+        self._batches: list[Batch] = []
+        self.changed = asyncio.Event()  # set when a worker takes a monitor or gives its worker back
+        self._workers = [asyncio.ensure_future(self._worker()) for _ in range(concurrency)]
+
+    @property
+    def waiting(self) -> int:
+        """Monitors handed in that no worker has started yet."""
+        return self._queue.qsize()
+
+    def submit(self, monitors: Sequence[Monitor], order: Iterable[int] | None = None) -> Batch:
+        """Hand in `monitors`, started in `order` (indexes, each once; default first to last)
+        after every monitor handed in before."""
+        indexes = list(range(len(monitors)) if order is None else order)
+        if sorted(indexes) != list(range(len(monitors))):
+            raise ValueError(f"order is not each of {len(monitors)} monitors once: {indexes[:5]}")
+        batch = Batch(monitors)
+        self._batches.append(batch)
+        for index in indexes:
+            self._queue.put_nowait((batch, index))
+        return batch
+
+    async def _worker(self) -> None:
+        while True:
+            batch, index = await self._queue.get()
+            self.changed.set()
+            await self._in_flight.acquire()
+            task = asyncio.ensure_future(self._probe(batch, index))
+            self._probes.add(task)
+            task.add_done_callback(self._probes.discard)
             # a hanging host would otherwise keep healthy monitors queued behind it until the
             # budget cuts them off; waiting on it costs a socket, not a slot
-            await asyncio.wait([task], timeout=slot_hold_s)
+            await asyncio.wait([task], timeout=self._slot_hold_s)
+            batch._release_one()
+            self.changed.set()
 
-    async def all_done() -> None:
-        await asyncio.gather(*workers)
-        await asyncio.gather(*probes)  # every probe is started once the workers are done
+    async def _probe(self, batch: Batch, index: int) -> None:
+        try:
+            result = await _probe_one(batch.monitors[index], self._ctx, self._retry_delay_s)
+            if not batch._results[index].done():
+                batch._results[index].set_result(result)
+        finally:
+            self._in_flight.release()
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(min(concurrency, len(monitors)))]
-    done = asyncio.ensure_future(all_done())
-    _, still_running = await asyncio.wait([done], timeout=budget_s)
-    cut_off = bool(still_running)
-    for task in [done, *workers, *probes]:
-        task.cancel()
-    await asyncio.gather(done, *workers, *probes, return_exceptions=True)
-    missing = [m.id for m, r in zip(monitors, results, strict=True) if r is None]
-    if missing and not cut_off:
-        raise ValueError(f"order left monitors unprobed: {missing[:5]}")
-    return [CUT_OFF if r is None else r for r in results]
+    async def close(self) -> None:
+        """Cancel every worker and probe; results not in by now are CUT_OFF."""
+        tasks = [*self._workers, *self._probes]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for batch in self._batches:
+            for future in batch._results:
+                future.cancel()  # done futures ignore it; the others read as CUT_OFF
+            batch.released.set()
 
 
 async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
