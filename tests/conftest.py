@@ -6,7 +6,7 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -116,6 +116,47 @@ def traced_writes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
 
     monkeypatch.setattr(store, "open_db", traced)
     return writes
+
+
+# libpq's trace of the protocol (PQtrace): one message a line, a statement's text may run on
+_MESSAGE = re.compile(r"^\S+ \S+\t([FB])\t\d+\t(\w+)\t (.*?)(?=^\S+ \S+\t[FB]\t|\Z)", re.M | re.S)
+_NAMED = re.compile(r'"([^"]*)" "([^"]*)"')
+
+
+def traced_statements(monkeypatch: pytest.MonkeyPatch, trace: Path) -> Callable[[], list[str]]:
+    """A function listing, once their connections are closed, each statement that the PostgreSQL
+    connections store.open_db opens from now on have run, in order, as sent (from libpq's trace
+    into the file `trace`: a Parse names a statement's text, and each Execute runs it once, as
+    executemany does; a Query is a statement of its own)."""
+    real_open = store.open_db
+    sink = trace.open("w")
+
+    def traced(*args: object, **kwargs: object) -> store.Connection:
+        connection = real_open(*args, **kwargs)  # type: ignore[arg-type]
+        connection.raw.pgconn.trace(sink.fileno())
+        return connection
+
+    def statements() -> list[str]:
+        sink.close()
+        texts: dict[str, str] = {}
+        bound = ""
+        ran: list[str] = []
+        for side, kind, body in _MESSAGE.findall(trace.read_text()):
+            named = _NAMED.match(body.strip())
+            if side != "F":
+                continue
+            if kind == "Query":
+                ran.append(body.strip().strip('"'))
+            elif kind == "Parse" and named:
+                texts[named.group(1)] = named.group(2)
+            elif kind == "Bind" and named:
+                bound = texts[named.group(2)]
+            elif kind == "Execute":
+                ran.append(bound)
+        return ran
+
+    monkeypatch.setattr(store, "open_db", traced)
+    return statements
 
 
 def respx_transport() -> httpx.AsyncHTTPTransport:

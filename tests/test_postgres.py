@@ -13,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import urllib.request
+from collections import Counter
 from pathlib import Path
 
 import psycopg
@@ -24,7 +25,7 @@ from monitor_tick.core import clock
 from monitor_tick.run.tick import TickOptions, run_tick
 from monitor_tick.store import migrations, postgres
 from tests.commands import clock_at
-from tests.conftest import add
+from tests.conftest import _WRITE, add, traced_statements
 from tests.postgres import Server
 from tests.servers import LocalServer, refused_port, send_response
 
@@ -394,6 +395,29 @@ def first_share(url: str) -> int:
                 (MINUTE,),
             ).fetchone()[0]
         )
+
+
+def test_a_share_s_results_are_written_with_one_statement_per_table_not_one_per_check(
+    pg_server: Server, local_server: LocalServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url)
+    monitors = [add(conn, local_server.url(f"/ok?m={n}"), name=f"m{n}", retries=0) for n in range(200)]
+    conn.close()
+    statements = traced_statements(monkeypatch, tmp_path / "trace")
+    with freeze_time(clock.iso_from_ms(clock.minute_start_ms(MINUTE) + 5_000), real_asyncio=True):
+        report = run_tick(TickOptions(db_path=url, retry_delay_s=0))
+    assert report.summary is not None and report.summary.up == len(monitors)
+    ran = statements()
+    shares = sum("INSERT INTO claims" in sql for sql in ran) - 1  # the last claim found none left
+    assert 1 < shares < len(monitors) / 3  # each share has checks to write: 200 monitors, 64 buckets
+    writes = Counter(found for sql in ran for found in _WRITE.findall(sql))
+    assert writes == {
+        ("INSERT INTO", "ticks"): 1,  # the minute's claim
+        ("INSERT INTO", "rollups"): shares,
+        ("UPDATE", "claims"): shares,
+        ("UPDATE", "ticks"): shares,
+    }
 
 
 def test_a_lease_no_longer_than_the_budget_is_refused(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from psycopg.adapt import Loader
 from monitor_tick.core.redact import redact_url
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, script_statements
 from monitor_tick.store.due import due_ids_sql, due_rows_sql, select_due_sql
-from monitor_tick.store.ledger import claim_buckets_sql
+from monitor_tick.store.ledger import BUCKETS, claim_buckets_sql
 from monitor_tick.store.sqlite import DEFAULT_BUSY_TIMEOUT_S, SCHEMA_VERSION, check_version
 
 _T = TypeVar("_T")
@@ -55,6 +55,13 @@ STATEMENTS = {
     ),
     "due_rows": due_rows_sql("", f"m.id IN {_IDS}"),
     "claim_buckets": claim_buckets_sql(_SERVER_NOW_MS),
+    "finish_buckets": (
+        "UPDATE claims SET finished_at_ms = :finished_at_ms, checks = (SELECT count(*) "
+        "FROM jsonb_array_elements_text(CAST(:recorded AS JSONB)) AS r(value) "
+        f"WHERE CAST(r.value AS BIGINT) % {BUCKETS} = claims.bucket) "
+        "WHERE minute = :minute AND token = :token "
+        "AND bucket IN (SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(:held AS JSONB)) AS b(value))"
+    ),
     # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
     "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     "set_next_id": (
