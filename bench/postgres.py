@@ -6,7 +6,9 @@
 1. due selection at N monitors (default 100,000), about 1% due: median ms on each engine, and
    whether PostgreSQL's plan reads monitors_due;
 2. fleet checks/s with 1, 2 and 3 `monitor-tick` processes on one PostgreSQL, against a local
-   server that answers after 200 ms, and CPU per check (next to one process on SQLite);
+   server that answers after 200 ms, CPU per check of the hosts and of the server, and the
+   server's statement time and write-lock waits per minute (bench/pg_fleet.py; next to one
+   process on SQLite);
 3. claim cost: a minute's claim on SQLite, a bucket's claim on PostgreSQL;
 4. bytes per monitor-day of results on each engine.
 
@@ -15,10 +17,7 @@ temporary directory); the SQLite databases are files under bench/out/."""
 
 from __future__ import annotations
 
-import os
 import random
-import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -28,6 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 import common  # noqa: E402  (bench/common.py: the SQLite figures' helpers)
 import figures_scale  # noqa: E402  (bench/figures_scale.py: figure 4's database)
+import pg_fleet  # noqa: E402  (bench/pg_fleet.py: figure 2)
 
 from monitor_tick import store  # noqa: E402
 from monitor_tick.core import clock  # noqa: E402
@@ -73,51 +73,6 @@ def due_selection(server: Server, count: int) -> None:
         f"   PostgreSQL / SQLite: {figures['PostgreSQL'][0] / figures['SQLite'][0]:.2f}x; "
         f"PostgreSQL's plan reads monitors_due: {'yes' if uses_index else 'NO'}"
     )
-
-
-def _hosts(db: str, count: int, minute: int) -> tuple[float, float]:
-    """Run `count` monitor-tick processes for `minute` at once; (wall s, CPU s of all of them)."""
-    env = {
-        **os.environ,
-        "MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(clock.minute_start_ms(minute) + 5000 - clock.now_ms()),
-    }
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    processes = [
-        subprocess.Popen(
-            [*common.monitor_tick_argv(), "--db", db, "--host-name", f"h{n}", "--budget", "25s", "--lease", "40s"],
-            env=env,
-            stdout=subprocess.DEVNULL,
-        )
-        for n in range(count)
-    ]
-    for process in processes:
-        process.wait(timeout=120)
-    wall = time.perf_counter() - started
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
-
-
-def fleet(server: Server, port: int, monitors: int = 600) -> None:
-    rows = [common.monitor_row(i, f"http://127.0.0.1:{port}/d/200?m={i}") for i in range(1, monitors + 1)]
-    sqlite_path = common.db_with("fleet.db", rows)
-    template = server.empty_database()
-    store.copy_database(sqlite_path, template)
-    print(f"2. fleet: {monitors} one-minute monitors answering after 200 ms, one minute each run")
-    wall, cpu = _hosts(sqlite_path, 1, MINUTE)
-    print(f"   SQLite     1 process : {monitors / wall:6.0f} checks/s, {cpu / monitors * 1000:.2f} ms CPU per check")
-    base = 0.0
-    for count in (1, 2, 3):
-        url = server.empty_database()
-        store.copy_database(template, url)
-        wall, cpu = _hosts(url, count, MINUTE)
-        rate = monitors / wall
-        base = base or rate
-        print(
-            f"   PostgreSQL {count} host(s): {rate:6.0f} checks/s ({rate / base:.2f}x one host), "
-            f"{cpu / monitors * 1000:.2f} ms CPU per check"
-        )
 
 
 def claim_cost(server: Server) -> None:
@@ -189,7 +144,7 @@ def main(argv: list[str]) -> int:
     common.OUT.mkdir(exist_ok=True)
     with running_server() as server, common.lean_server() as port:
         due_selection(server, count)
-        fleet(server, port)
+        pg_fleet.fleet(server, port)  # bench/pg_fleet.py: 3,000 monitors, 1-3 hosts, CPU and statements
         claim_cost(server)
         storage(server)
     return 0
