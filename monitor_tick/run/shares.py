@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.model import CheckResult, ProbeResult
+from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
 from monitor_tick.run import fanout, rounds
 
 _T = TypeVar("_T")
@@ -141,7 +141,7 @@ async def probe_minute(
         db.shutdown(wait=True, cancel_futures=True)
 
 
-async def _probe_canary(canary: Any, options: rounds.TickOptions, now_ms: int) -> list[ProbeResult]:
+async def _probe_canary(canary: Monitor, options: rounds.TickOptions, now_ms: int) -> list[ProbeResult]:
     canary_options = rounds.canary_options(options, canary)
     ctx = rounds.probe_context(canary_options, now_ms, {}, 1)
     try:
