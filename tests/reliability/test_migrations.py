@@ -340,3 +340,82 @@ def test_step_14_puts_names_in_nfc_and_renames_those_that_then_collide_saying_so
     assert groups == {f"{NFC} group"}
     assert owners == [NFC, f"{NFC} (2)"]
     assert json.loads(cli(any_db, "list", "--json").stdout)[1]["name"] == f"{NFC} (3)"
+
+
+# rows a version 3 database may hold, one or more in each of its tables (its own columns only)
+V3_ROWS = (
+    "INSERT INTO plans (id, name, min_interval_sec) VALUES (2, 'pro', 60)",
+    "INSERT INTO owners (id, name, plan_id, plan_expires_at_ms) VALUES (1, 'alice', 2, NULL)",
+    "INSERT INTO monitors (id, owner_id, name, url, interval_sec, created_at_ms) "
+    "VALUES (1, 1, 'api', 'http://127.0.0.1:9/', 60, 1762776000000), "
+    "(2, NULL, 'nightly', 'heartbeat', 86400, 1762776000000)",
+    "INSERT INTO maintenance_windows (monitor_id, owner_id, starts_at_ms, ends_at_ms) "
+    "VALUES (1, NULL, 1762776000000, 1762779600000)",
+    "INSERT INTO rollups (monitor_id, hour_start_ms, checks, failures, latency_ms_sum, last_check_ms) "
+    "VALUES (1, 1762776000000, 60, 2, 1450, 1762779540000)",
+    "INSERT INTO incidents (monitor_id, started_at_ms, cause, state, confirmed_at_ms) "
+    "VALUES (1, 1762776060000, 'connect refused', 'confirmed', 1762776120000)",
+    "INSERT INTO ticks (minute, started_at_ms, finished_at_ms, due, up, down) "
+    "VALUES (29379600, 1762776000000, 1762776000900, 2, 1, 1)",
+    "INSERT INTO channels (url, monitor_id, created_at_ms) VALUES ('json://127.0.0.1:9/hook', 1, 1762776000000)",
+    "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (1, 'down', 1762776120000)",
+    "INSERT INTO deliveries (event_id, channel_id, next_attempt_at_ms) VALUES (1, 1, 1762776120000)",
+    "INSERT INTO settings (name, value) VALUES ('network_canary_url', 'http://127.0.0.1:9/canary')",
+    "INSERT INTO pings (monitor_id, last_ping_ms) VALUES (2, 1762776000000)",
+)
+
+
+def _pg_dump_schema(server: Server, url: str) -> list[str]:
+    """pg_dump's schema of `url` (tables, columns, types, defaults, constraints, indexes, storage
+    parameters, sequences), without its comments and the session's random \\restrict key."""
+    dumped = subprocess.run(
+        [f"{server.bin_dir}/pg_dump", "--schema-only", "--no-owner", "--dbname", url],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return [line for line in dumped.splitlines() if line and not line.startswith(("--", "\\restrict", "\\unrestrict"))]
+
+
+def _v3_history(url: str) -> dict[str, list[tuple[object, ...]]]:
+    with psycopg.connect(url) as raw:
+        return {
+            table: raw.execute(f"SELECT * FROM {table} ORDER BY 1, 2").fetchall()
+            for table in [re.match(r"INSERT INTO (\w+)", row)[1] for row in V3_ROWS]  # type: ignore[index]
+        }
+
+
+def test_a_version_3_postgresql_database_upgrades_to_exactly_the_schema_of_a_new_one_keeping_its_rows(
+    pg_server: Server,
+) -> None:
+    """The first PostgreSQL schema (version 3: schema_postgres.sql as commit 75b2774 shipped it,
+    tests/fixtures/schema_postgres_v3.sql), with rows, upgraded through every later step by
+    store.open_db (what every command that writes does first), on a real server: pg_dump then shows the schema of a new database
+    to the line, and every row is still there."""
+    url = pg_server.empty_database()
+    with psycopg.connect(url, autocommit=True) as raw:
+        raw.execute((FIXTURES / "schema_postgres_v3.sql").read_text())
+        raw.execute("INSERT INTO schema_version (version) VALUES (3)")
+        for row in V3_ROWS:
+            raw.execute(row)
+    before = _v3_history(url)
+    assert all(before.values())
+
+    store.open_db(url).close()  # what every command that writes does first
+    with psycopg.connect(url) as raw:
+        assert raw.execute("SELECT version FROM schema_version").fetchall() == [(store.SCHEMA_VERSION,)]
+        # a version 3 row's later columns take their defaults; step 6 seeded the ids handed out
+        assert raw.execute("SELECT id, method, private, first_check_minute FROM monitors ORDER BY id").fetchall() == [
+            (1, "GET", 0, None),
+            (2, "GET", 0, None),
+        ]
+        assert dict(raw.execute("SELECT table_name, last_id FROM id_high_water").fetchall()) == {
+            "monitors": 2,
+            "owners": 1,
+            "plans": 2,
+            "maintenance_windows": 1,
+            "channels": 1,
+        }
+    after = _v3_history(url)
+    assert {table: [row[: len(before[table][0])] for row in rows] for table, rows in after.items()} == before
+    assert _pg_dump_schema(pg_server, url) == _pg_dump_schema(pg_server, pg_server.fresh_database())
