@@ -64,6 +64,7 @@ STATEMENTS = {
     ),
     # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
     "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
+    "after_copy": "ANALYZE",
     "set_next_id": (
         "SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
     ),
