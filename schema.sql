@@ -1,4 +1,4 @@
--- monitor-tick schema, version 14 (PRAGMA user_version = 14; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 15 (PRAGMA user_version = 15; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import re
 import sqlite3
 import subprocess
@@ -28,6 +29,7 @@ from tests.commands import clock_at
 from tests.conftest import _WRITE, add, traced_statements
 from tests.postgres import Server
 from tests.servers import LocalServer, refused_port, send_response
+from tests.test_schedule import _expected_due, _random_world
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 
@@ -513,32 +515,79 @@ def test_a_sqlite_file_is_one_host_s_whatever_names_ticked_it(tmp_path: Path) ->
     assert added.returncode == 0 and added.stderr == ""
 
 
-def test_the_due_query_reads_monitors_due_on_postgresql(pg_server: Server) -> None:
-    """PostgreSQL's monitors_due index matches the due query's expression (a mismatch would
-    leave only a scan). On a small table the planner prefers a scan anyway, so scans are
-    priced out here; bench/postgres.py shows the plan at 100,000 and 1M monitors."""
-    url = pg_server.fresh_database()
+def test_the_due_query_reads_only_monitors_due_for_nearly_every_due_monitor_on_postgresql(
+    pg_server: Server, tmp_path: Path
+) -> None:
+    """As on SQLite (test_schedule.py): the monitors due by their own interval, and those below
+    the small plan floors, are read from monitors_due alone (an index-only scan: it holds the id,
+    as SQLite's holds the rowid), the intervals walked through it too. The database is made as a
+    user makes one, by `migrate` from a SQLite file, and planned with the statistics migrate
+    leaves (bench/postgres.py shows the plan and its time at 100,000 and 1M monitors)."""
+    source = str(tmp_path / "source.db")
+    conn = store.open_db(source)
+    with store.write_tx(conn):
+        store.add_plan(conn, "free", 300)
+        conn.executemany(
+            "INSERT INTO owners (id, name, plan_id) VALUES (?, ?, 2)", [(n, f"o{n}") for n in range(1, 101)]
+        )
+        intervals = (60, 300, 900, 1800, 3600, 3600, 21600, 86400, 86400, 86400)
+        conn.executemany(
+            "INSERT INTO monitors (id, owner_id, name, url, interval_sec, aligned, created_at_ms) "
+            "VALUES (?, ?, ?, ?, ?, ?, 0)",
+            [
+                (
+                    n,
+                    n % 100 + 1 if n % 5 else None,
+                    f"m{n}",
+                    f"https://m{n}.example/",
+                    intervals[n % 10],
+                    int(n % 7 == 0),
+                )
+                for n in range(1, 20_001)
+            ],
+        )
+    conn.close()
+    url = pg_server.empty_database()
+    assert run("migrate", source, url).returncode == 0
     conn = store.open_db(url)
     try:
-        with store.write_tx(conn):
-            conn.executemany(
-                "INSERT INTO monitors (name, url, interval_sec, created_at_ms) VALUES (?, ?, ?, 0)",
-                [(f"m{n}", f"https://m{n}.example/", 60 * (1 + n % 30)) for n in range(2000)],
-            )
-        conn.execute("ANALYZE")
-        conn.execute("SET enable_seqscan = off")
-        plan = "\n".join(
-            row[0] for row in conn.execute("EXPLAIN " + conn.statements["due_ids"], {"minute": MINUTE + 7, "now_ms": 0})
-        )
-        assert "monitors_due" in plan, plan
+
+        def plan() -> str:
+            params = {"minute": MINUTE + 7, "now_ms": clock.minute_start_ms(MINUTE + 7)}
+            return "\n".join(row[0] for row in conn.execute("EXPLAIN " + conn.statements["due_ids"], params))
+
+        text = plan()
+        parts = dict(re.findall(r"^ {8}CTE (\w+)\n((?:^ {9,}.*\n?)*)", text, re.MULTILINE))
+        for part in ("intervals", "plain", "short"):
+            assert "Index Only Scan using monitors_due on monitors" in parts[part], (part, text)
+        # the owners on plans above 15 minutes, as on SQLite (read only when such a plan exists)
+        assert re.search(r"Index Scan (using|on) monitors_owner", parts["candidates"]), text
+        assert "Index Only Scan using monitors_bad_interval on monitors" in parts["candidates"], text
+        assert "Index Scan using monitors_first_check on monitors" in parts["candidates"], text
+        assert "Seq Scan on monitors" not in text, text
         conn.execute("DROP INDEX monitors_due")
-        without = "\n".join(
-            row[0] for row in conn.execute("EXPLAIN " + conn.statements["due_ids"], {"minute": MINUTE + 7, "now_ms": 0})
-        )
-        assert "monitors_due" not in without  # the assertion above can fail
-        due = store.select_due(conn, MINUTE + 7, 0)
+        assert "monitors_due" not in plan()  # the assertions above can fail
+        due = store.select_due(conn, MINUTE + 7, clock.minute_start_ms(MINUTE + 7))
         assert due and all(
-            (MINUTE + 7) % (row["interval_sec"] // 60) == row["id"] % (row["interval_sec"] // 60) for row in due
+            (MINUTE + 7) % (row["effective_interval_sec"] // 60)
+            == (0 if row["aligned"] else row["id"] % (row["effective_interval_sec"] // 60))
+            for row in due
         )
+    finally:
+        conn.close()
+
+
+def test_the_due_query_selects_exactly_what_the_rule_says_over_a_day_on_postgresql(pg_server: Server) -> None:
+    """test_schedule.py's day, on PostgreSQL's own text of the query (its LATERAL parts): plans
+    above 15 minutes (owners read through monitors_owner), expiry, windows and first checks."""
+    conn = store.open_db(pg_server.fresh_database())
+    try:
+        _random_world(conn, random.Random(1), 400)
+        total = 0
+        for minute in range(MINUTE, MINUTE + 1440):
+            got = {row["id"] for row in store.select_due(conn, minute, clock.minute_start_ms(minute))}
+            assert got == _expected_due(conn, minute), minute
+            total += len(got)
+        assert total > 10_000  # the world is not trivially empty
     finally:
         conn.close()

@@ -68,7 +68,9 @@ def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> s
     fixed join order and valid PostgreSQL, except that PostgreSQL's planner, which cannot know
     how few intervals and candidates there are, is made to look each up through an index with
     LATERAL (`lateral`; SQLite has no LATERAL), each subquery kept whole by OFFSET 0 (else
-    PostgreSQL flattens it back into a join). SQLite is told the index of rows with an unusable
+    PostgreSQL flattens it back into a join): the intervals, the candidates, and the owners on
+    plans above _SMALL_FLOOR_SEC (through monitors_owner, as on SQLite; else a scan of every
+    monitor whenever such a plan exists). SQLite is told the index of rows with an unusable
     interval (INDEXED BY): with no statistics it may guess a scan of monitors_due cheaper, and
     a mismatch with the index's WHERE is then an error, not a silent scan."""
     usable_n = usable.format(n="intervals.n_sec")
@@ -87,6 +89,9 @@ def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> s
      WHERE NOT {taken} AND monitors.interval_sec = intervals.n_sec AND enabled = 1 AND auto_paused = 0
        AND {phase}"""
     candidate_row = "CROSS JOIN monitors m"
+    raised_rows = f"""SELECT m.id FROM raised r CROSS JOIN monitors m
+     WHERE m.owner_id = r.owner_id AND r.floor_sec > {_SMALL_FLOOR_SEC} AND m.interval_sec < r.floor_sec
+       AND m.enabled = 1 AND m.auto_paused = 0"""
     if lateral:
         plain = f"""SELECT m.id, intervals.n_sec FROM intervals CROSS JOIN top CROSS JOIN LATERAL (
       SELECT monitors.id FROM monitors
@@ -99,6 +104,11 @@ def select_due_sql(usable: str = USABLE_INTERVAL, *, lateral: bool = False) -> s
          AND {phase} OFFSET 0) m
      WHERE NOT {taken}"""
         candidate_row = "CROSS JOIN LATERAL (SELECT * FROM monitors WHERE monitors.id = c.id OFFSET 0) m"
+        raised_rows = f"""SELECT m.id FROM raised r CROSS JOIN LATERAL (
+      SELECT monitors.id FROM monitors
+       WHERE monitors.owner_id = r.owner_id AND monitors.interval_sec < r.floor_sec
+         AND enabled = 1 AND auto_paused = 0 OFFSET 0) m
+     WHERE r.floor_sec > {_SMALL_FLOOR_SEC}"""
     bad = bad_interval(usable)
     bad_index = "" if lateral else " INDEXED BY monitors_bad_interval"
     streamed = "MATERIALIZED" if lateral else "NOT MATERIALIZED"
@@ -148,9 +158,7 @@ WITH RECURSIVE
   candidates(id) AS MATERIALIZED (
     {per_interval}
     UNION
-    SELECT m.id FROM raised r CROSS JOIN monitors m
-     WHERE m.owner_id = r.owner_id AND r.floor_sec > {_SMALL_FLOOR_SEC} AND m.interval_sec < r.floor_sec
-       AND m.enabled = 1 AND m.auto_paused = 0
+    {raised_rows}
     UNION
     SELECT m.id FROM df, monitors m
      WHERE df.floor_sec > 60 AND m.owner_id IS NULL AND m.interval_sec < df.floor_sec

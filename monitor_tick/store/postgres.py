@@ -64,7 +64,12 @@ STATEMENTS = {
     ),
     # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
     "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
-    "after_copy": "ANALYZE",
+    # migrate's copy is on disk when it says so, whatever the server's synchronous_commit; and
+    # VACUUM can mark a page all-visible only once the commit that wrote its rows is flushed
+    "durable_commit": "SET LOCAL synchronous_commit = on",
+    # the copy's visibility map, which index-only scans rest on (due.py), and its statistics
+    "vacuum_copy": "VACUUM",
+    "analyze_copy": "ANALYZE",
     "set_next_id": (
         "SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
     ),

@@ -1,0 +1,10 @@
+-- PostgreSQL as lean as SQLite (issue 24).
+-- Due selection reads monitors_due alone (an index-only scan): it holds the id (INCLUDE), as
+-- SQLite's holds the rowid.
+DROP INDEX monitors_due;
+CREATE INDEX monitors_due ON monitors (
+    interval_sec,
+    (CASE WHEN aligned = 1 THEN 0 ELSE id % (interval_sec / 60) END),
+    owner_id,
+    aligned
+) INCLUDE (id) WHERE enabled = 1 AND auto_paused = 0;
