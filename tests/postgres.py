@@ -47,6 +47,9 @@ class Server:
     directory: str
     port: int
     bin_dir: str
+    # False: the tests' settings, which trade durability for speed (no fsync, no full pages, no
+    # waiting for commits); True: PostgreSQL's own (Debian's), as users run it (bench/pg_store.py)
+    durable: bool = False
     _names = itertools.count(1)
 
     def url(self, dbname: str = "postgres") -> str:
@@ -73,10 +76,9 @@ class Server:
         _as_postgres([f"{self.bin_dir}/pg_ctl", "-D", f"{self.directory}/data", *args])
 
     def start(self) -> None:
-        options = (
-            f"-k {self.directory} -p {self.port} -h 127.0.0.1 "
-            "-c fsync=off -c full_page_writes=off -c synchronous_commit=off -c max_connections=200"
-        )
+        options = f"-k {self.directory} -p {self.port} -h 127.0.0.1 -c max_connections=200"
+        if not self.durable:
+            options += " -c fsync=off -c full_page_writes=off -c synchronous_commit=off"
         self.pg_ctl("-o", options, "-l", f"{self.directory}/log", "-w", "start")
 
     def stop(self) -> None:
@@ -109,13 +111,14 @@ def _as_postgres(command: list[str]) -> None:
 
 
 @contextmanager
-def running_server() -> Iterator[Server]:
-    """A started server with the template database; stopped and removed at the end."""
+def running_server(*, durable: bool = False) -> Iterator[Server]:
+    """A started server with the template database; stopped and removed at the end. `durable`:
+    with PostgreSQL's own durability settings rather than the tests' (see Server.durable)."""
     bin_dir = _bin_dir()
     directory = tempfile.mkdtemp(prefix="monitor-tick-pg-")
     if os.geteuid() == 0:
         os.chown(directory, pwd.getpwnam("postgres").pw_uid, -1)
-    server = Server(directory, _free_port(), bin_dir)
+    server = Server(directory, _free_port(), bin_dir, durable)
     try:
         _as_postgres(
             [f"{bin_dir}/initdb", "-D", f"{directory}/data", "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"]

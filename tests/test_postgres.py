@@ -22,7 +22,7 @@ import pytest
 from freezegun import freeze_time
 
 from monitor_tick import store
-from monitor_tick.core import clock
+from monitor_tick.core import clock, schedule
 from monitor_tick.run.tick import TickOptions, run_tick
 from monitor_tick.store import migrations, postgres
 from tests.commands import clock_at
@@ -452,6 +452,23 @@ def test_hosts_lines_each_column_up_under_its_heading(pg_server: Server, local_s
     for row, host in zip(rows, hosts, strict=True):
         assert row.index(host) == header.index("HOST"), (header, row)
         assert [value.end() for value in re.finditer(r"\S+", row)][-4:] == ends, (header, row)
+
+
+def test_the_daily_housekeeping_keeps_a_day_of_claims(pg_server: Server) -> None:
+    """64 claim rows a minute, whatever the monitors (about 24 MB a day, bench/postgres.py): a day
+    of them is what `monitor-tick hosts` shows, and what says how many hosts tick the database."""
+    url = pg_server.fresh_database()
+    housekeeping = MINUTE + schedule.HOUSEKEEPING_MINUTE_OF_DAY
+    ticked = (housekeeping - 1441, housekeeping - 1439, housekeeping - 60, housekeeping)
+    for minute in ticked:
+        with freeze_time(clock.iso_from_ms(clock.minute_start_ms(minute) + 5_000), real_asyncio=True):
+            assert run_tick(TickOptions(db_path=url, retry_delay_s=0, host_name="web-1")).claimed
+    shown = run(
+        "hosts", "--db", url, "--since", "3d", env={**os.environ, **clock_at(clock.minute_start_ms(housekeeping))}
+    )
+    assert shown.returncode == 0, shown.stderr
+    listed = [row.split()[:2] for row in shown.stdout.splitlines()[1:]]
+    assert listed == [clock.iso_from_ms(clock.minute_start_ms(m))[:16].split("T") for m in ticked[1:]], shown.stdout
 
 
 def test_on_a_fleet_a_monitor_of_one_host_itself_is_refused_in_one_line(pg_server: Server, tmp_path: Path) -> None:

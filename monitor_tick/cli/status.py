@@ -128,7 +128,7 @@ def report(
 @app.command()
 def hosts(
     ctx: typer.Context,
-    since: Annotated[str, typer.Option(help="How far back: 1h, 1d, ... (claims are kept 7 days).")] = "1h",
+    since: Annotated[str, typer.Option(help="How far back: 1h, 1d, ... (claims are kept a day).")] = "1h",
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

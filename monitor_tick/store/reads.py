@@ -208,7 +208,7 @@ def host_minutes(conn: Connection, from_minute: int) -> list[dict[str, Any]]:
 
 def fleet_hosts(conn: Connection) -> int:
     """How many hosts tick this database: on PostgreSQL, the hosts named in the claims kept
-    (7 days, as `monitor-tick hosts` shows them); a SQLite file is one host's, whatever names
+    (a day, as `monitor-tick hosts` shows them); a SQLite file is one host's, whatever names
     its ticks gave (1)."""
     if conn.engine == "sqlite":
         return 1

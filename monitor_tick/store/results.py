@@ -337,7 +337,9 @@ RETENTION_DEFAULT_MS = 400 * MS_PER_DAY
 
 AUTO_PAUSE_DEFAULT_MS = 7 * MS_PER_DAY
 AUTO_PAUSE_MIN_INTERVALS = 3
-CLAIMS_KEPT_MS = 7 * MS_PER_DAY  # 64 rows a minute on PostgreSQL: a week of them
+# 64 rows a minute on PostgreSQL, whatever the monitors (about 24 MB a day, bench/postgres.py): a
+# day of them, which `monitor-tick hosts` shows and which names the hosts of the fleet
+CLAIMS_KEPT_MS = MS_PER_DAY
 
 
 def _open_incidents(conn: Connection) -> dict[int, tuple[int, Open]]:
