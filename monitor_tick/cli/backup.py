@@ -59,7 +59,8 @@ def migrate(
     """Copy every row of SRC into DST, ids included: monitors, owners, plans, maintenance windows,
     rollups, incidents, events, deliveries, channels, settings, pings and the ledger. SRC is read
     as one consistent snapshot (cron may keep ticking it); DST must be empty, and is written in
-    one transaction whose row counts are checked against SRC before it commits. Example:
+    one transaction whose row counts are checked against SRC before it commits; a PostgreSQL DST
+    is then vacuumed and analyzed, so its planner has what it needs at once. Example:
     monitor-tick migrate /var/lib/monitor-tick/monitor-tick.db postgresql://monitor@db.lan/monitor_tick"""
     for name, value in (("SRC", source), ("DST", destination)):
         problem = store.db_path_problem(value)
