@@ -8,3 +8,6 @@ CREATE INDEX monitors_due ON monitors (
     owner_id,
     aligned
 ) INCLUDE (id) WHERE enabled = 1 AND auto_paused = 0;
+-- Rollup upserts as HOT updates, and autovacuum after 1% of the rows changed (see
+-- schema_postgres.sql); the fill factor applies to pages written from now on.
+ALTER TABLE rollups SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
