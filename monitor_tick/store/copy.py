@@ -63,7 +63,7 @@ def copy_database(source: str, destination: str, *, after_table: Callable[[str],
         writer = engine.open_db(destination)
         try:
             counts = _copy(reader, writer, after_table)
-            _analyze(writer)
+            _vacuum_and_analyze(writer)
             return counts
         finally:
             writer.close()
@@ -98,7 +98,7 @@ def _copy(reader: Any, writer: Any, after_table: Callable[[str], None] | None) -
     return counts
 
 
-def _analyze(writer: Any) -> None:
+def _vacuum_and_analyze(writer: Any) -> None:
     # PostgreSQL's planner needs the tables' statistics, and its index-only scans the visibility
     # map, for the due query's plan at scale (bench/postgres.py): without them the copy would
     # wait for autovacuum's first rounds. VACUUM comes first: it marks a page all-visible only
