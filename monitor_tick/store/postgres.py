@@ -217,7 +217,9 @@ def _connect(
     # a writer waits lock_timeout for another's write lock, as SQLite's busy timeout; set at
     # connect time (libpq's options), which costs no round trip
     # JIT and parallel workers cost more than the tick's short queries take: JIT compiled the due
-    # query for about 450 ms at 1M monitors (its estimated cost is high), to run it in 80 ms
+    # query for about 450 ms at 1M monitors (its estimated cost is high: the planner prices every
+    # branch, also those that read nothing), to run it in 80 ms then, 11 ms since its plan reads
+    # indexes alone (bench/postgres.py); a parallel worker takes milliseconds to start
     settings = (
         f"-c lock_timeout={_lock_timeout_ms(busy_timeout_s)} -c TimeZone=UTC"
         " -c jit=off -c max_parallel_workers_per_gather=0"
