@@ -162,8 +162,9 @@ CREATE TABLE rollups (
 -- dead version and an index entry for VACUUM: autovacuum comes after 1% of the rows changed,
 -- not 20% (its default, which on a year of rollups would be weeks), and reads only the pages
 -- the visibility map does not mark all-visible, so the settled hours cost it nothing. About
--- 5.5 KB a monitor-day against SQLite's 0.9 (bench/postgres.py): a row here carries a 24-byte
--- header and 8-byte integers, and room for its next versions; SQLite's a few bytes of varints.
+-- 4 to 7.5 KB a monitor-day against SQLite's 0.9, 9 to 16 KB before (bench/postgres.py): a row
+-- here carries a 24-byte header, 8-byte integers and room for its next versions; SQLite's a few
+-- bytes of varints.
 
 -- One row per outage: opened by the first down check (its start is that check's time), resolved
 -- by the up checks that end it; confirmation is counted on it (see "Alerts" below).
