@@ -340,6 +340,27 @@ def test_redirects_compressed_bodies_for_keywords_and_head_go_through_httpx(serv
         assert fast == default and (fast.status, fast.http_status, fast.cause) == expected, m.url
 
 
+def test_a_check_says_when_its_response_is_one_the_fast_path_hands_over(server: LocalServer) -> None:
+    """handed_at_ms (the tick's time) marks a response the fast path hands over, so that the tick
+    sends the monitor's next check to httpx at once: a redirect on either path (httpx's own
+    exchange shows it), anything else the fast path handed over; a response it takes is not."""
+    server.route("/gzip", _gzipped_whatever_was_asked)
+    now_ms = 1_700_000_000_000
+
+    async def handed(m: Monitor, fast: bool) -> int | None:
+        context = ssl_context()
+        async with make_client(10, verify=context) as client:
+            result = await probe_http(m, client, now_ms, ProbeContext(client, now_ms, context, fast=fast))
+        assert result.status == "up", m.url
+        return result.handed_at_ms
+
+    redirected = monitor(server.url("/redirect/1"), retries=0)
+    zipped = monitor(server.url("/gzip/all%20good"), keyword="all good", retries=0)
+    plain = monitor(server.url("/ok"), retries=0)
+    seen = [(asyncio.run(handed(m, False)), asyncio.run(handed(m, True))) for m in (redirected, zipped, plain)]
+    assert seen == [(now_ms, now_ms), (None, now_ms), (None, None)]
+
+
 def test_no_ca_bundle_is_loaded_until_a_tls_handshake_needs_it(server: LocalServer) -> None:
     """A tick's default trust costs nothing for plain http:// checks; the first https:// one
     loads it (and so is verified against it)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
 
@@ -109,13 +109,26 @@ class ProbeResult:
     """One probe's outcome. `unknown`: we could not tell (our own limits), counted neither way.
 
     `cert_expires_at_ms`: the peer certificate's notAfter, when the probe saw one (tls://, and
-    https:// monitors with --expires-within)."""
+    https:// monitors with --expires-within). `handed_at_ms` (http): when a check of this
+    monitor last saw a response that the fast path hands to httpx (a redirect): this tick's time
+    when this one did, else what the tick remembered (run/fanout.py, to_httpx)."""
 
     status: Status
     latency_ms: int | None = None
     http_status: int | None = None
     cause: str | None = None
     cert_expires_at_ms: int | None = None
+    handed_at_ms: int | None = None
+
+
+class Recent(NamedTuple):
+    """A monitor's newest rollup hour, as the tick reads it before probing (store.recent_rollups):
+    the start order (run/fanout.py, start_order) and where its HTTP check goes (to_httpx)."""
+
+    failures: int
+    latency_ms_max: int | None
+    last_check_ms: int
+    handed_at_ms: int | None  # the hour's newest check's (ProbeResult.handed_at_ms)
 
 
 @dataclass(frozen=True)
@@ -126,10 +139,19 @@ class CheckResult:
     http_status: int | None = None
     cause: str | None = None
     cert_expires_at_ms: int | None = None
+    handed_at_ms: int | None = None
 
     @classmethod
     def of(cls, monitor_id: int, probe: ProbeResult) -> CheckResult:
-        return cls(monitor_id, probe.status, probe.latency_ms, probe.http_status, probe.cause, probe.cert_expires_at_ms)
+        return cls(
+            monitor_id,
+            probe.status,
+            probe.latency_ms,
+            probe.http_status,
+            probe.cause,
+            probe.cert_expires_at_ms,
+            probe.handed_at_ms,
+        )
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,9 @@ class ProbeContext:
     clients: Clients | None = None
     # plain HTTP checks go straight on the wire (probes/wire.py), the others through `client`
     fast: bool = False
+    # monitor id -> when a check of it last saw a response the fast path hands to httpx (a
+    # redirect; store.recent_rollups): run/fanout.py sends such a monitor to httpx at once
+    handed: Mapping[int, int] = field(default_factory=dict)
 
     def tls(self) -> ssl.SSLContext:
         """The SSL context a TLS connection verifies with: ssl_context, or the tick's, made on

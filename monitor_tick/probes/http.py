@@ -62,7 +62,9 @@ async def probe_http(
     (a transport handed in), from a TLS connection of its own to the final URL's host, verified
     as the client verifies (`ctx`). With `ctx.fast`, a plain check goes straight on the wire
     (wire.py), and anything else through `client`, within the same deadline; its latency is then
-    that of httpx's exchange alone (the one that decided), which --max-latency judges.
+    that of httpx's exchange alone (the one that decided), which --max-latency judges. A check
+    whose response the fast path handed over, or whose exchange through httpx was redirected,
+    says so: its result's handed_at_ms is `now_ms` (run/fanout.py remembers it).
 
     The body is read to its end under the same deadline (a page that never finishes loading is
     down), keeping at most MAX_BODY_BYTES of it, and only when there is a keyword to look for.
@@ -75,6 +77,7 @@ async def probe_http(
     status: int | None = None
     expires_at_ms: int | None = None
     call: wire.Call | None = None
+    handed_at_ms: int | None = None  # now_ms once the response is one the fast path hands over
     try:
         async with asyncio.timeout(monitor.timeout_s):
             body: bytearray | None = None  # read only when the status is accepted
@@ -91,6 +94,7 @@ async def probe_http(
                 )
                 answer = await call.run()
                 if answer is None:  # httpx's to take further: from here on its status counts
+                    handed_at_ms = now_ms if call.handed else None
                     call = None
                     start = time.perf_counter()
             if answer is not None:
@@ -111,6 +115,8 @@ async def probe_http(
                 response = await client.send(sent, stream=True, follow_redirects=True)
                 try:
                     status = response.status_code
+                    if response.history or 300 <= status < 400:  # the fast path hands a redirect over
+                        handed_at_ms = now_ms
                     if monitor.expires_within_sec is not None:
                         expires_at_ms = cert_expires_at_ms(_peer_cert(response))
                         if expires_at_ms is None and ctx is not None and response.url.scheme == "https":
@@ -127,12 +133,16 @@ async def probe_http(
                 expiry_cause(monitor, now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None,
             )
             if cause is not None:
-                return ProbeResult("down", elapsed_ms(start, time.perf_counter()), status, cause, expires_at_ms)
+                latency_ms = elapsed_ms(start, time.perf_counter())
+                return ProbeResult("down", latency_ms, status, cause, expires_at_ms, handed_at_ms)
     except _failures() as exc:  # TimeoutError is an OSError
         if status is None and call is not None:
             status = call.status  # the fast path's response had begun
-        return _failed(exc, status, expires_at_ms)
-    return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms)
+        failed = _failed(exc, status, expires_at_ms)
+        if failed.cause == "too many redirects":  # redirected, as the fast path hands over
+            handed_at_ms = now_ms
+        return replace(failed, handed_at_ms=handed_at_ms)
+    return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms, handed_at_ms)
 
 
 _OWN_FAILURES: tuple[type[BaseException], ...] = (wire.WireError, OSError, ssl.SSLError)

@@ -13,7 +13,8 @@ value that is not ASCII) and for a response that httpx would take further or jud
 redirect to follow, an informational status, a body it would have to decode for a keyword,
 another transfer coding, anything httptools refuses, more than MAX_HEAD_BYTES beyond the body),
 and the probe then runs through httpx, sending the request again within the same deadline (its
-latency is that of httpx's exchange, the one that decided). With a proxy in the environment, no
+latency is that of httpx's exchange, the one that decided); the tick remembers such a monitor and
+sends its next checks to httpx at once (run/fanout.py, to_httpx). With a proxy in the environment, no
 check takes the fast path. A test holds both paths to the same outcome and cause against every
 misbehaving local server.
 
@@ -96,7 +97,9 @@ class _Handed(Exception):
 
 class Call(asyncio.Protocol):
     """One request and the response to it, on one connection; `status` is the response's once
-    its headers are in (a probe that times out says whether it was reading the body)."""
+    its headers are in (a probe that times out says whether it was reading the body), and
+    `handed` says whether run() handed the response to httpx (the request was sent: httpx sends
+    it again), not just a request it does not send itself."""
 
     def __init__(
         self,
@@ -125,6 +128,7 @@ class Call(asyncio.Protocol):
         self._body_bytes = 0
         self._until_eof = True  # neither Content-Length nor chunked: the body ends with the connection
         self.status: int | None = None
+        self.handed = False
         self._answer: Answer | None = None
         self._done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
 
@@ -160,6 +164,7 @@ class Call(asyncio.Protocol):
                 raise ConnectError(str(exc)) from exc
             return await self._done
         except _Handed:
+            self.handed = True
             return None
         finally:
             if self._transport is not None:  # now: no TLS close_notify to wait for, no socket left

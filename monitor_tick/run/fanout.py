@@ -19,11 +19,11 @@ import dataclasses
 import ssl
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core import clock
-from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
+from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult, Recent
 from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext, resolved, wire
 from monitor_tick.probes.guard import AddressGuard
@@ -39,6 +39,10 @@ CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget"
 # and the curve of figure 11: no size at which httpx costs less). Tests raise it to send a small
 # tick's checks through httpx.
 FAST_PATH_FROM = 1
+# A monitor whose check saw a response the fast path hands to httpx (a redirect) goes to httpx
+# at once (to_httpx) until this many intervals have passed without httpx seeing one again; then
+# the fast path tries it again, once.
+WIRE_AGAIN_AFTER_CHECKS = 60
 
 
 def fast_path(checks: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None) -> bool:
@@ -47,6 +51,29 @@ def fast_path(checks: int, transport: httpx.AsyncBaseTransport | None, guard: Ad
     guard checks every connection inside httpx's transport) or a proxy is set in the environment
     (httpx's to use)."""
     return checks >= FAST_PATH_FROM and transport is None and guard is None and not wire.proxied()
+
+
+def to_httpx(monitor: Monitor, handed_at_ms: int | None, now_ms: int) -> bool:
+    """Whether this monitor's check goes to httpx at once, not first on the wire: a check of it
+    saw a response the fast path hands to httpx (at `handed_at_ms`, store.recent_rollups) less
+    than WIRE_AGAIN_AFTER_CHECKS intervals before `now_ms`. Otherwise the fast path would send
+    its GET every tick only to hand the response over, and httpx would send it again.
+
+    Every check through httpx that is redirected again is a new hand-over (http.probe_http), so a
+    monitor that redirects stays with httpx and no GET of it is sent twice. One that stopped
+    redirecting, or whose hand-over httpx cannot see (an informational status, a head that
+    httptools refuses), goes on the wire again WIRE_AGAIN_AFTER_CHECKS intervals after its last
+    hand-over, and stays there if the fast path takes its response (an hour for a monitor checked
+    every minute; the tick forgets the hand-over then)."""
+    if handed_at_ms is None:
+        return False
+    return now_ms - handed_at_ms < WIRE_AGAIN_AFTER_CHECKS * clock.s_to_ms(monitor.effective_interval_sec)
+
+
+def handed_over(recent: Mapping[int, Recent]) -> dict[int, int]:
+    """ProbeContext.handed: monitor id -> when its check last saw a response the fast path hands
+    to httpx, of the monitors that have one remembered (`recent`: store.recent_rollups)."""
+    return {monitor_id: r.handed_at_ms for monitor_id, r in recent.items() if r.handed_at_ms is not None}
 
 
 def ssl_context(verify: object = True) -> ssl.SSLContext:
@@ -161,6 +188,7 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + monitor.timeout_s
     result = await probe(sent, ctx)
+    handed_at_ms = result.handed_at_ms
     for _ in range(monitor.retries):
         if result.status != "down":
             break
@@ -169,7 +197,13 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
             break
         if retry_delay_s > 0:
             await asyncio.sleep(retry_delay_s)
+        if handed_at_ms is not None:  # handed over once: the retry goes to httpx at once
+            ctx = dataclasses.replace(ctx, fast=False)
         result = await probe(dataclasses.replace(sent, timeout_s=left_s), ctx)
+        if result.handed_at_ms is not None:
+            handed_at_ms = result.handed_at_ms
+    if handed_at_ms != result.handed_at_ms:
+        result = dataclasses.replace(result, handed_at_ms=handed_at_ms)
     if result.cause is not None and sent is not monitor:
         result = dataclasses.replace(result, cause=hide_values(result.cause, monitor))
     return result
@@ -315,15 +349,24 @@ class Pool:
 
 
 async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
+    """The monitor's check, sent to httpx at once when to_httpx says so; a check sent there that
+    saw no hand-over of its own keeps the remembered one."""
+    handed_at_ms = ctx.handed.get(monitor.id)
+    remembered = to_httpx(monitor, handed_at_ms, ctx.now_ms)
+    if remembered and ctx.fast:
+        ctx = dataclasses.replace(ctx, fast=False)
     try:
-        return await probe_with_retries(monitor, ctx, retry_delay_s)
+        result = await probe_with_retries(monitor, ctx, retry_delay_s)
     except Exception as exc:  # a bug in a probe is that monitor's failed check
         detail = _shown(str(exc), monitor)
         print(
             f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: {type(exc).__name__}: {detail}",
             file=sys.stderr,
         )
-        return ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
+        result = ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
+    if remembered and result.handed_at_ms is None:
+        result = dataclasses.replace(result, handed_at_ms=handed_at_ms)
+    return result
 
 
 def _shown(text: str, monitor: Monitor) -> str:
@@ -338,11 +381,14 @@ def _shown(text: str, monitor: Monitor) -> str:
     return hide_values(text, monitor)
 
 
-def start_order(monitors: Sequence[Monitor], recent: dict[int, tuple[int, int | None, int]], minute: int) -> list[int]:
+_NEVER_CHECKED = Recent(0, None, -1, None)
+
+
+def start_order(monitors: Sequence[Monitor], recent: Mapping[int, Recent], minute: int) -> list[int]:
     """Indexes of `monitors` in the order their probes start in `minute`.
 
-    `recent` maps a monitor id to (failures, latency_ms_max, last_check_ms) of its newest rollup
-    hour. Three groups, each whole before the next:
+    `recent` maps a monitor id to its newest rollup hour (store.recent_rollups). Three groups,
+    each whole before the next:
     1. monitors whose previous due check was decided and that have no failure in their newest
        hour: they were up, and cost milliseconds, so a host that hangs never keeps them waiting;
        the slowest first (longest-processing-time-first keeps the makespan near its bound);
@@ -355,7 +401,7 @@ def start_order(monitors: Sequence[Monitor], recent: dict[int, tuple[int, int | 
 
     def key(index: int) -> tuple[int, float, int]:
         monitor = monitors[index]
-        failures, latency_ms_max, last_check_ms = recent.get(monitor.id, (0, None, -1))
+        failures, latency_ms_max, last_check_ms, _ = recent.get(monitor.id, _NEVER_CHECKED)
         if last_check_ms < minute_start_ms - clock.s_to_ms(monitor.effective_interval_sec):
             return (2, last_check_ms, index)  # undecided: oldest last check first
         if failures:

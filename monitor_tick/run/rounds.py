@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.model import CheckResult, InvalidMonitor, Monitor, ProbeResult
+from monitor_tick.core.model import CheckResult, InvalidMonitor, Monitor, ProbeResult, Recent
 
 if TYPE_CHECKING:
     import httpx
@@ -136,7 +136,7 @@ class Share:
     bad: list[tuple[int, str]]
     usable: list[Monitor]
     refused: list[tuple[int, str]]
-    recent: dict[int, tuple[int, int | None, int]]
+    recent: dict[int, Recent]
     loaded: dict[str, Mapping[int, Any]]
 
 
@@ -256,15 +256,22 @@ def read_for_kinds(conn: store.Connection, monitors: Sequence[Monitor]) -> dict[
     return loaded
 
 
-def probe_context(options: TickOptions, now_ms: int, loaded: Mapping[str, Mapping[int, Any]], http_checks: int) -> Any:
+def probe_context(
+    options: TickOptions,
+    now_ms: int,
+    loaded: Mapping[str, Mapping[int, Any]],
+    http_checks: int,
+    handed: Mapping[int, int] | None = None,
+) -> Any:
     """The probes' ProbeContext for a tick with `http_checks` HTTP checks due (the fast path is
-    decided on them: fanout.fast_path). Close its `clients` when probing ends: httpx's clients
+    decided on them: fanout.fast_path); `handed`: the monitors whose checks go to httpx at once
+    (ProbeContext.handed, fanout.handed_over). Close its `clients` when probing ends: httpx's clients
     (a monitor with its own CA or --insecure gets its own) are made when a check first needs
     httpx, so a tick whose checks all go on the wire never imports it."""
     fanout = event_loop()[1]
     clients = fanout.Clients(options.concurrency, options.transport, options.guard, options.verify)
     fast = fanout.fast_path(http_checks, options.transport, options.guard)
-    return probes_module().ProbeContext(None, now_ms, None, loaded, options.guard, clients, fast)
+    return probes_module().ProbeContext(None, now_ms, None, loaded, options.guard, clients, fast, handed or {})
 
 
 def canary_monitor(

@@ -81,8 +81,9 @@ async def probe_minute(
 
     deadline = loop.time() + budget_s
     loaded: dict[str, dict[int, Any]] = {}  # every share's (rounds.KIND_READS), read as it is claimed
+    handed: dict[int, int] = {}  # every share's (fanout.handed_over), read as it is claimed
     # the fast path is the whole tick's choice, made on every check due in the minute
-    ctx = rounds.probe_context(options, run.now_ms, loaded, sum(row["kind"] == "http" for row in rows))
+    ctx = rounds.probe_context(options, run.now_ms, loaded, sum(row["kind"] == "http" for row in rows), handed)
     pool = fanout.Pool(
         ctx,
         concurrency=options.concurrency,
@@ -111,6 +112,7 @@ async def probe_minute(
             share = await in_db(rounds.prepare, run, [row for row in rows if held.holds(int(row["id"]))], held)
             for kind, values in share.loaded.items():
                 loaded.setdefault(kind, {}).update(values)
+            handed.update(fanout.handed_over(share.recent))
             order = fanout.start_order(share.usable, share.recent, run.claim.minute)
             batches.append(pool.submit(share.usable, order))
             written.append(asyncio.ensure_future(write(share, batches[-1], claimed_at)))

@@ -15,7 +15,7 @@ from typing import Any
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
-from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
+from monitor_tick.core.model import CheckResult, Monitor, ProbeResult, Recent
 from monitor_tick.run.report import TickReport
 
 # the tick's options and its rounds (run/rounds.py), named here too: callers import them from here
@@ -204,7 +204,7 @@ def _probe(
     options: TickOptions,
     now_ms: int,
     loaded: dict[str, Any],
-    recent: dict[int, tuple[int, int | None, int]] | None = None,
+    recent: dict[int, Recent] | None = None,
 ) -> list[ProbeResult]:
     """Probe on an event loop in fanout.start_order (`recent`: store.recent_rollups)."""
     asyncio, fanout = event_loop()
@@ -213,7 +213,8 @@ def _probe(
         # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
         # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
-        ctx = probe_context(options, now_ms, loaded, sum(m.kind == "http" for m in monitors))
+        http_checks = sum(m.kind == "http" for m in monitors)
+        ctx = probe_context(options, now_ms, loaded, http_checks, fanout.handed_over(recent or {}))
         try:
             return await fanout.probe_all(
                 monitors,

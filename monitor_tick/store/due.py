@@ -7,6 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from monitor_tick.core.model import Recent
 from monitor_tick.store.db import IN_SCHEDULED_WINDOW, dicts, greatest, statement
 
 if TYPE_CHECKING:
@@ -254,17 +255,20 @@ def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any
 
 # `?`: the ids as a JSON array (one parameter however many)
 RECENT_ROLLUPS = (
-    "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM json_each(?) j "
+    "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms, r.handed_at_ms FROM json_each(?) j "
     "JOIN rollups r ON r.monitor_id = j.value "
     "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)"
 )
 
 
-def recent_rollups(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, tuple[int, int | None, int]]:
-    """monitor id -> (failures, latency_ms_max, last_check_ms) of its newest rollup hour, for
-    the monitors that have one. One primary-key seek per monitor (the tick orders its probes by
-    this)."""
+def recent_rollups(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, Recent]:
+    """monitor id -> its newest rollup hour, for the monitors that have one. One primary-key
+    seek per monitor (the tick orders its probes by this, and sends to httpx at once the HTTP
+    checks that the fast path would hand over: run/fanout.py)."""
     if not monitor_ids:
         return {}
     rows = conn.execute(statement(conn, "recent_rollups", RECENT_ROLLUPS), (json.dumps(list(monitor_ids)),))
-    return {int(monitor): (int(failures), latency, int(last)) for monitor, failures, latency, last in rows}
+    return {
+        int(monitor): Recent(int(failures), latency, int(last), handed)
+        for monitor, failures, latency, last, handed in rows
+    }

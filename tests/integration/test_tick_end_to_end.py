@@ -135,6 +135,77 @@ def test_real_servers_give_the_expected_result_and_cause(
         assert result.latency_ms is not None and (result.latency_ms >= 300 if "slow" in path else True)
 
 
+class Redirecting:
+    """A route that redirects to /ok, or answers itself once the test says so; it keeps what each
+    request asked for in Accept-Encoding (the fast path asks for `identity`, httpx for gzip)."""
+
+    def __init__(self, server: LocalServer, path: str) -> None:
+        self.redirects = True
+        self.encodings: list[str] = []
+        server.route(path, self.handle)
+
+    async def handle(self, reader: object, writer: object, path: str, method: str) -> None:
+        from tests.servers import current_request
+
+        self.encodings.append(current_request.get().headers.get("accept-encoding", ""))
+        if self.redirects:
+            await send_response(writer, 302, "", method=method, headers=[("Location", "/ok")])  # type: ignore[arg-type]
+        else:
+            await send_response(writer, 200, "here", method=method)  # type: ignore[arg-type]
+
+
+def _every_minute_since_start(db: str, url: str) -> None:
+    assert cli(db, "add", url, "--every", "1m").stdout == "1\n"
+    raw = sqlite3.connect(db)  # replayed minutes before the monitor was added would record nothing
+    raw.execute("UPDATE monitors SET created_at_ms = ?", (clock.minute_start_ms(START),))
+    raw.commit()
+    raw.close()
+
+
+def _tick(db: str, minute: int) -> None:
+    run = cli(db, "--minute", str(minute))
+    assert run.returncode == 0 and run.stderr == "", run.stderr
+
+
+WIRE, HTTPX = "identity", "gzip, deflate"  # what each path asks for (httpx may name more)
+
+
+def test_a_monitor_whose_check_was_handed_to_httpx_goes_to_httpx_directly_next_tick(
+    tmp_path: Path, local_server: LocalServer
+) -> None:
+    """The fast path hands a redirect to httpx, which sends the GET again; from the next tick on
+    the monitor's GET goes to httpx at once, so it is sent once a tick."""
+    db = str(tmp_path / "m.db")
+    route = Redirecting(local_server, "/moved")
+    _every_minute_since_start(db, local_server.url("/moved"))
+    _tick(db, START)
+    assert local_server.hits.snapshot() == {"/moved": 2, "/ok": 1}  # on the wire, then through httpx
+    assert [e[: len(HTTPX)] for e in route.encodings] == [WIRE, HTTPX]
+    for minute in (START + 1, START + 2):
+        _tick(db, minute)
+    assert local_server.hits.snapshot() == {"/moved": 4, "/ok": 3}
+    assert [e[: len(HTTPX)] for e in route.encodings[2:]] == [HTTPX, HTTPX]
+
+
+def test_a_monitor_that_stopped_redirecting_comes_back_to_the_wire(tmp_path: Path, local_server: LocalServer) -> None:
+    """httpx's checks that still see a redirect keep the monitor with httpx; once none has seen
+    one for fanout.WIRE_AGAIN_AFTER_CHECKS intervals, the fast path tries it again, and keeps it."""
+    from monitor_tick.run.fanout import WIRE_AGAIN_AFTER_CHECKS
+
+    db = str(tmp_path / "m.db")
+    route = Redirecting(local_server, "/moved")
+    _every_minute_since_start(db, local_server.url("/moved"))
+    _tick(db, START)  # handed over
+    _tick(db, START + 1)  # httpx sees the redirect: remembered from here
+    route.redirects = False
+    last_seen = START + 1
+    for minute in (START + 2, last_seen + WIRE_AGAIN_AFTER_CHECKS - 1, last_seen + WIRE_AGAIN_AFTER_CHECKS):
+        _tick(db, minute)
+    _tick(db, last_seen + WIRE_AGAIN_AFTER_CHECKS + 1)
+    assert [e[: len(HTTPX)] for e in route.encodings] == [WIRE, HTTPX, HTTPX, HTTPX, HTTPX, WIRE, WIRE]
+    assert local_server.hits["/ok"] == 2
+
+
 def test_a_refused_port_is_down_with_connect_refused(conn: sqlite3.Connection, db_path: str) -> None:
     from monitor_tick.run.tick import TickOptions, run_tick
     from tests.conftest import add
