@@ -73,7 +73,7 @@ def to_httpx(monitor: Monitor, handed_at_ms: int | None, now_ms: int) -> bool:
 def handed_over(recent: Mapping[int, Recent]) -> dict[int, int]:
     """ProbeContext.handed: monitor id -> when its check last saw a response the fast path hands
     to httpx, of the monitors that have one remembered (`recent`: store.recent_rollups)."""
-    return {monitor_id: r.handed_at_ms for monitor_id, r in recent.items() if r.handed_at_ms is not None}
+    return {monitor_id: handed_at_ms for monitor_id, (*_, handed_at_ms) in recent.items() if handed_at_ms is not None}
 
 
 def ssl_context(verify: object = True) -> ssl.SSLContext:
@@ -381,7 +381,7 @@ def _shown(text: str, monitor: Monitor) -> str:
     return hide_values(text, monitor)
 
 
-_NEVER_CHECKED = Recent(0, None, -1, None)
+_NEVER_CHECKED: Recent = (0, None, -1, None)
 
 
 def start_order(monitors: Sequence[Monitor], recent: Mapping[int, Recent], minute: int) -> list[int]:

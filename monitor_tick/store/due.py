@@ -7,10 +7,10 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick.core.model import Recent
 from monitor_tick.store.db import IN_SCHEDULED_WINDOW, dicts, greatest, statement
 
 if TYPE_CHECKING:
+    from monitor_tick.core.model import Recent
     from monitor_tick.store.db import Connection
 
 # The floor (seconds) in force for owner `o` joined to plan `p`, given the default plan's floor
@@ -269,6 +269,5 @@ def recent_rollups(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, Re
         return {}
     rows = conn.execute(statement(conn, "recent_rollups", RECENT_ROLLUPS), (json.dumps(list(monitor_ids)),))
     return {
-        int(monitor): Recent(int(failures), latency, int(last), handed)
-        for monitor, failures, latency, last, handed in rows
+        int(monitor): (int(failures), latency, int(last), handed) for monitor, failures, latency, last, handed in rows
     }
