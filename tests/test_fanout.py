@@ -130,7 +130,9 @@ def test_a_probe_is_sent_its_url_resolved_and_a_bug_quoting_it_prints_neither_va
     )
 
 
-def test_recent_rollups_reads_each_monitors_newest_hour(conn: sqlite3.Connection) -> None:
+def test_recent_rollups_reads_each_monitors_newest_hour(any_db: str) -> None:
+    """On both engines (PostgreSQL writes a round's rollups in one statement)."""
+    conn = store.open_db(any_db)
     a, b, c = add(conn, "http://a.test/"), add(conn, "http://b.test/"), add(conn, "http://c.test/")
     hour_ms = clock.minute_start_ms(MINUTE)
     for minute in (MINUTE - 60, MINUTE - 59):  # the previous hour: a slow and handed to httpx, b down
@@ -145,6 +147,7 @@ def test_recent_rollups_reads_each_monitors_newest_hour(conn: sqlite3.Connection
     store.write_results(conn, [], newer_ms, [CheckResult(b, "up", 10, handed_at_ms=newer_ms)], newer_ms)
     store.write_results(conn, [], hour_ms, [CheckResult(b, "up", 10)], hour_ms)
     assert store.recent_rollups(conn, [b])[b] == (0, 10, newer_ms, newer_ms)
+    conn.close()
     assert store.recent_rollups(conn, []) == {}
 
 
