@@ -247,6 +247,26 @@ def test_a_connection_that_fails_is_one_clean_line_naming_the_server_and_why(pg_
             assert done.stderr == f"monitor-tick: cannot connect to database {shown}: {why}\n", args
 
 
+def test_a_redirecting_monitors_get_is_sent_once_a_tick_on_postgresql(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    """The fast path hands the first tick's redirect to httpx; from the next tick on, the
+    monitor goes to httpx at once, on PostgreSQL's flow of shares as on SQLite's."""
+    env = {**os.environ, "MONITOR_TICK_DB": pg_server.fresh_database()}
+
+    def at(minute: int, *args: str) -> None:
+        env["MONITOR_TICK_TEST_CLOCK_OFFSET_MS"] = str(clock.minute_start_ms(minute) + 5_000 - clock.now_ms())
+        done = run(*args, env=env)
+        assert (done.returncode, done.stderr) == (0, ""), args
+
+    at(MINUTE, "add", local_server.url("/redirect/1"), "--every", "1m")
+    at(MINUTE)
+    assert local_server.hits.snapshot() == {"/redirect/1": 2, "/ok": 1}  # on the wire, then through httpx
+    at(MINUTE + 1)
+    at(MINUTE + 2)
+    assert local_server.hits.snapshot() == {"/redirect/1": 4, "/ok": 3}
+
+
 def test_every_command_works_on_postgresql(pg_server: Server, local_server: LocalServer, tmp_path: Path) -> None:
     url = pg_server.fresh_database()
     env = {**os.environ, "MONITOR_TICK_DB": url}  # the URL from the environment, as cron passes it

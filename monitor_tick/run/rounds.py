@@ -265,13 +265,15 @@ def probe_context(
 ) -> Any:
     """The probes' ProbeContext for a tick with `http_checks` HTTP checks due (the fast path is
     decided on them: fanout.fast_path); `handed`: the monitors whose checks go to httpx at once
-    (ProbeContext.handed, fanout.handed_over). Close its `clients` when probing ends: httpx's clients
-    (a monitor with its own CA or --insecure gets its own) are made when a check first needs
-    httpx, so a tick whose checks all go on the wire never imports it."""
+    (ProbeContext.handed, fanout.handed_over), used as it is: PostgreSQL's tick adds each share's.
+    Close its `clients` when probing ends: httpx's clients (a monitor with its own CA or
+    --insecure gets its own) are made when a check first needs httpx, so a tick whose checks all
+    go on the wire never imports it."""
     fanout = event_loop()[1]
     clients = fanout.Clients(options.concurrency, options.transport, options.guard, options.verify)
     fast = fanout.fast_path(http_checks, options.transport, options.guard)
-    return probes_module().ProbeContext(None, now_ms, None, loaded, options.guard, clients, fast, handed or {})
+    handed = {} if handed is None else handed
+    return probes_module().ProbeContext(None, now_ms, None, loaded, options.guard, clients, fast, handed)
 
 
 def canary_monitor(
