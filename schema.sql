@@ -1,4 +1,4 @@
--- monitor-tick schema, version 17 (PRAGMA user_version = 17; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 16 (PRAGMA user_version = 16; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made

@@ -1,4 +1,4 @@
--- monitor-tick schema for PostgreSQL, version 17 (schema_version.version; store.SCHEMA_VERSION).
+-- monitor-tick schema for PostgreSQL, version 16 (schema_version.version; store.SCHEMA_VERSION).
 --
 -- The same tables, columns, constraints and indexes as schema.sql (the SQLite DDL, the
 -- contract; a test holds the two together), in PostgreSQL's types: every integer is BIGINT

@@ -306,7 +306,7 @@ def test_step_14_puts_names_in_nfc_and_renames_those_that_then_collide_saying_so
     conn.execute("UPDATE owners SET name = ? WHERE name = 'o1'", (NFD,))
     conn.execute("UPDATE owners SET name = ? WHERE name = 'o2'", (NFC,))
     older = 13  # before step 14; what later steps add is taken off again
-    conn.execute("ALTER TABLE rollups DROP COLUMN handed_at_ms")  # step 17
+    conn.execute("ALTER TABLE rollups DROP COLUMN handed_at_ms")  # step 16
     if conn.engine == "sqlite":
         conn.execute(f"PRAGMA user_version = {older}")
     else:
