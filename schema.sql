@@ -102,7 +102,15 @@ CREATE TABLE monitors (
     -- 1: left out of the status page (and its summary), no badge; metrics and reports keep it
     private        INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
     -- the status page's section this monitor is shown in; NULL: the first, untitled one
-    group_name     TEXT
+    group_name     TEXT,
+    -- Several locations (step 15): the locations it is checked from, comma-separated and sorted,
+    -- or 'all' (every location a host ticked from in the last 7 days); NULL: once per due minute
+    -- by any host of the fleet, as before locations. A quorum of them decides (core/quorum.py).
+    locations      TEXT,
+    -- how many of its locations must see it down; NULL: a majority of them
+    quorum         INTEGER CHECK (quorum IS NULL OR quorum >= 1),
+    -- 1: a partial episode (down from fewer locations than the quorum) is notified, once
+    notify_partial INTEGER NOT NULL DEFAULT 0 CHECK (notify_partial IN (0, 1))
 ) STRICT;
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match
@@ -184,7 +192,10 @@ CREATE TABLE incidents (
     up_checks      INTEGER NOT NULL DEFAULT 0,
     confirmed_at_ms INTEGER,
     -- the last reminder's time (NULL: none yet; the next is due a period after confirmed_at_ms)
-    reminded_at_ms INTEGER
+    reminded_at_ms INTEGER,
+    -- 'down': an outage; 'partial' (step 15): a monitor checked from several locations was down
+    -- from some, fewer than its quorum. Never both open: the one ends where the other begins.
+    kind           TEXT NOT NULL DEFAULT 'down' CHECK (kind IN ('down', 'partial'))
 ) STRICT;
 -- At most one open incident per monitor.
 CREATE UNIQUE INDEX incidents_one_open ON incidents (monitor_id) WHERE resolved_at_ms IS NULL;
@@ -384,4 +395,68 @@ CREATE TABLE invalid_reports (
     host       TEXT    NOT NULL,
     said_at_ms INTEGER NOT NULL,
     PRIMARY KEY (monitor_id, host)
+) STRICT, WITHOUT ROWID;
+
+-- Several locations (step 15; PostgreSQL fleets; see core/quorum.py and store/locations.py).
+-- Each host of the fleet, the location it probes from (--location; 'default' without it), the
+-- newest minute it ticked and whether its canary said its network was lost. One upsert a tick.
+CREATE TABLE fleet_hosts (
+    host         TEXT    PRIMARY KEY,
+    location     TEXT    NOT NULL,
+    last_minute  INTEGER NOT NULL,
+    -- when it last ticked, by the database server's clock (on SQLite, the tick's own)
+    seen_at_ms   INTEGER NOT NULL,
+    network_lost INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
+) STRICT, WITHOUT ROWID;
+
+-- The work split of monitors with locations: a location's hosts claim (minute, location,
+-- bucket) rows, bucket = id % 16 (store.LOCATION_BUCKETS), as `claims` does fleet-wide; only a
+-- host of the same location ever takes one over. Kept as long as `claims`.
+CREATE TABLE location_claims (
+    minute         INTEGER NOT NULL,
+    location       TEXT    NOT NULL,
+    bucket         INTEGER NOT NULL CHECK (bucket >= 0 AND bucket < 16),
+    host           TEXT    NOT NULL,
+    token          TEXT    NOT NULL,
+    claimed_at_ms  INTEGER NOT NULL,
+    lease_until_ms INTEGER NOT NULL,
+    finished_at_ms INTEGER,
+    PRIMARY KEY (minute, location, bucket)
+) STRICT, WITHOUT ROWID;
+
+-- Each location's check of a monitor for a minute, while the minute's verdict is being decided:
+-- up 1 or 0; NULL when the location could not decide (unknown, its network lost, a monitor it
+-- cannot probe): it wrote, but does not count. Deleted a few minutes after (short-lived).
+CREATE TABLE location_checks (
+    monitor_id  INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    minute      INTEGER NOT NULL,
+    location    TEXT    NOT NULL,
+    up          INTEGER CHECK (up IN (0, 1)),
+    cause       TEXT,
+    latency_ms  INTEGER,
+    PRIMARY KEY (monitor_id, minute, location)
+) STRICT, WITHOUT ROWID;
+
+-- A minute's verdict, counted once: 'down' may be counted before the minute closes (a quorum saw
+-- it down), the others when it closes. closed 1: nothing more is decided for it. Short-lived too.
+CREATE TABLE quorum_minutes (
+    monitor_id      INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    minute          INTEGER NOT NULL,
+    verdict         TEXT CHECK (verdict IN ('up', 'down', 'partial')),
+    closed          INTEGER NOT NULL DEFAULT 0 CHECK (closed IN (0, 1)),
+    -- the first write of the minute, by the database server's clock: it closes 2 minutes later
+    first_write_ms  INTEGER NOT NULL,
+    PRIMARY KEY (monitor_id, minute)
+) STRICT, WITHOUT ROWID;
+
+-- Each location's own hourly figures of a monitor with locations (its verdicts are counted in
+-- rollups): checks, failures, and the latency of its up checks.
+CREATE TABLE location_rollups (
+    monitor_id     INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    hour_start_ms  INTEGER NOT NULL,
+    location       TEXT    NOT NULL,
+    checks         INTEGER NOT NULL,
+    failures       INTEGER NOT NULL,
+    latency_ms_sum INTEGER NOT NULL,
+    PRIMARY KEY (monitor_id, hour_start_ms, location)
 ) STRICT, WITHOUT ROWID;

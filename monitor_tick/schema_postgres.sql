@@ -95,7 +95,11 @@ CREATE TABLE monitors (
     -- 1: left out of the status page (and its summary), no badge; metrics and reports keep it
     private        BIGINT NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
     -- the status page's section this monitor is shown in; NULL: the first, untitled one
-    group_name     TEXT
+    group_name     TEXT,
+    -- several locations (step 15): see schema.sql
+    locations      TEXT,
+    quorum         BIGINT CHECK (quorum IS NULL OR quorum >= 1),
+    notify_partial BIGINT NOT NULL DEFAULT 0 CHECK (notify_partial IN (0, 1))
 );
 -- Due selection reads candidates through this index: for each distinct interval n (walked as a
 -- loose index scan) the rows whose phase equals minute % (n / 60). The expression must match
@@ -190,7 +194,8 @@ CREATE TABLE incidents (
     up_checks      BIGINT NOT NULL DEFAULT 0,
     confirmed_at_ms BIGINT,
     -- the last reminder's time (NULL: none yet; the next is due a period after confirmed_at_ms)
-    reminded_at_ms BIGINT
+    reminded_at_ms BIGINT,
+    kind           TEXT NOT NULL DEFAULT 'down' CHECK (kind IN ('down', 'partial'))
 );
 -- At most one open incident per monitor.
 CREATE UNIQUE INDEX incidents_one_open ON incidents (monitor_id) WHERE resolved_at_ms IS NULL;
@@ -367,4 +372,54 @@ CREATE TABLE invalid_reports (
     host       TEXT   NOT NULL,
     said_at_ms BIGINT NOT NULL,
     PRIMARY KEY (monitor_id, host)
+);
+
+-- Several locations (step 15; see schema.sql).
+CREATE TABLE fleet_hosts (
+    host         TEXT   PRIMARY KEY,
+    location     TEXT   NOT NULL,
+    last_minute  BIGINT NOT NULL,
+    seen_at_ms   BIGINT NOT NULL,
+    network_lost BIGINT NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
+);
+
+CREATE TABLE location_claims (
+    minute         BIGINT NOT NULL,
+    location       TEXT   NOT NULL,
+    bucket         BIGINT NOT NULL CHECK (bucket >= 0 AND bucket < 16),
+    host           TEXT   NOT NULL,
+    token          TEXT   NOT NULL,
+    claimed_at_ms  BIGINT NOT NULL,
+    lease_until_ms BIGINT NOT NULL,
+    finished_at_ms BIGINT,
+    PRIMARY KEY (minute, location, bucket)
+);
+
+CREATE TABLE location_checks (
+    monitor_id  BIGINT NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    minute      BIGINT NOT NULL,
+    location    TEXT   NOT NULL,
+    up          BIGINT CHECK (up IN (0, 1)),
+    cause       TEXT,
+    latency_ms  BIGINT,
+    PRIMARY KEY (monitor_id, minute, location)
+);
+
+CREATE TABLE quorum_minutes (
+    monitor_id      BIGINT NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    minute          BIGINT NOT NULL,
+    verdict         TEXT CHECK (verdict IN ('up', 'down', 'partial')),
+    closed          BIGINT NOT NULL DEFAULT 0 CHECK (closed IN (0, 1)),
+    first_write_ms  BIGINT NOT NULL,
+    PRIMARY KEY (monitor_id, minute)
+);
+
+CREATE TABLE location_rollups (
+    monitor_id     BIGINT NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
+    hour_start_ms  BIGINT NOT NULL,
+    location       TEXT   NOT NULL,
+    checks         BIGINT NOT NULL,
+    failures       BIGINT NOT NULL,
+    latency_ms_sum BIGINT NOT NULL,
+    PRIMARY KEY (monitor_id, hour_start_ms, location)
 );
