@@ -17,6 +17,7 @@ setting, only when such a monitor is due).
 from __future__ import annotations
 
 import base64
+import dataclasses
 import os
 import re
 import ssl
@@ -28,6 +29,26 @@ from monitor_tick.core.model import METHODS, InvalidMonitor, Monitor, line_break
 from monitor_tick.core.redact import ENV_REFERENCE, header_lines
 
 USER_AGENT = "monitor-tick (uptime check)"
+
+
+def location_user_agent(location: str) -> str | None:
+    """The User-Agent of checks made from a named location, so that sites (and the tests) can
+    tell where a check came from; None for the 'default' location, which keeps USER_AGENT."""
+    from monitor_tick import __version__
+
+    return None if location == "default" else f"monitor-tick/{__version__} (location {location})"
+
+
+def with_user_agent(monitor: Monitor, agent: str | None) -> Monitor:
+    """`monitor` sending `agent` as its User-Agent, unless it has its own (--header wins)."""
+    if agent is None or monitor.kind not in ("http", "ws"):
+        return monitor
+    if any(name.lower() == "user-agent" for name, _ in header_lines(monitor.headers)):
+        return monitor
+    lines = f"{monitor.headers}\nUser-Agent: {agent}" if monitor.headers else f"User-Agent: {agent}"
+    return dataclasses.replace(monitor, headers=lines)
+
+
 # RFC 9110's token: what a header name may be made of
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # set by httpx from the URL and the body: a second copy would make the request ambiguous

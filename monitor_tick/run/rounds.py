@@ -14,7 +14,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick import store
-from monitor_tick.core import clock
+from monitor_tick.core import clock, quorum
 from monitor_tick.core.model import CheckResult, InvalidMonitor, Monitor, ProbeResult, Recent
 
 if TYPE_CHECKING:
@@ -73,6 +73,9 @@ class TickOptions:
     # how long a claimed bucket stays ours (must exceed the budget and the hosts' clock skew)
     host_name: str = field(default_factory=lambda: os.uname().nodename)
     lease_s: float = DEFAULT_LEASE_S
+    # the place this host probes from (--location): monitors with locations are checked once a
+    # due minute in each of theirs, shared by that location's hosts only (store/locations.py)
+    location: str = quorum.DEFAULT
 
 
 def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[int, str]]]:
@@ -130,7 +133,8 @@ def probe_budget_s(run: Run, options: TickOptions, now: float) -> float:
 class Share:
     """What a round knows of its monitors before probing them (prepare)."""
 
-    buckets: store.Buckets | None
+    # the fleet's buckets, or those of this host's location (store.locations.LocationBuckets)
+    buckets: Any
     created_ms: dict[int, int]
     good: list[Monitor]
     bad: list[tuple[int, str]]
@@ -140,11 +144,14 @@ class Share:
     loaded: dict[str, Mapping[int, Any]]
 
 
-def prepare(run: Run, rows: list[dict[str, Any]], buckets: store.Buckets | None) -> Share:
-    """The monitors of `rows` to probe, and what their probes read from the store."""
+def prepare(run: Run, rows: list[dict[str, Any]], buckets: Any, location: str = quorum.DEFAULT) -> Share:
+    """The monitors of `rows` to probe (from `location`), and what their probes read from the store."""
     good, bad = split_rows(rows)
     # a monitor this machine or environment cannot probe is a configuration error, said hourly
     usable, refused = probes_module().split_usable(good) if good else ([], [])
+    if usable:  # checks from a named location say so (an idle tick imports no probes)
+        agent = probes_module().request.location_user_agent(location)
+        usable = [probes_module().request.with_user_agent(m, agent) for m in usable]
     recent = store.recent_rollups(run.conn, [m.id for m in usable]) if usable else {}
     created_ms = {int(row["id"]): int(row["created_at_ms"]) for row in rows}
     return Share(buckets, created_ms, good, bad, usable, refused, recent, read_for_kinds(run.conn, usable))
@@ -199,14 +206,16 @@ def record(run: Run, share: Share, checked: Checked, canary: CheckResult | None,
             results = policy.offline(results, checked.host_local)
     store.set_busy_timeout(conn, min(options.busy_timeout_s, run.left_s(WRITE_DEADLINE_S, time.perf_counter())))
     duration_ms = clock.elapsed_ms(run.started, time.perf_counter())
-    rerun = claim.rerun
+    located = isinstance(share.buckets, store.locations.LocationBuckets)
+    rerun = None if located else claim.rerun  # a location's checks say themselves what is recorded
     recordable = results
     if rerun is not None:  # never a second check for a monitor-minute
         recordable = [r for r in results if rerun.may_record(r.monitor_id, share.created_ms[r.monitor_id])]
     # a live tick: no later tick can have counted a check after this (it started after our
     # clock reading, and at most our run time and one wait for the write lock ago)
     ahead_ms = ahead_after_ms(now_ms, duration_ms, options) if run.live else None
-    summary = store.write_results(
+    write = store.locations.write_checks if located else store.write_results
+    summary = write(
         conn,
         minutes,
         now_ms,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -39,9 +40,10 @@ OPEN_SHARES = 2
 class Claims:
     """This run's claims of the minute's buckets: which share to claim next, and how large."""
 
-    def __init__(self, run: rounds.Run, options: rounds.TickOptions) -> None:
+    def __init__(self, run: rounds.Run, options: rounds.TickOptions, *, located: bool = False) -> None:
         self._run = run
         self._options = options
+        self._located = located  # the buckets of this host's location (store.locations.claim)
         self._token = os.urandom(8).hex()
         # hosts asking at once are offered the free buckets from different places
         self._offset = int.from_bytes(os.urandom(2), "big")
@@ -53,6 +55,18 @@ class Claims:
         a share that cannot finish in time (a share with a hanging host takes its timeout)."""
         elapsed_s = time.perf_counter() - self._run.started
         share = SHARE if elapsed_s + 2 * self.last_share_s < self._options.budget_s else 1
+        if self._located:
+            return store.locations.claim(
+                self._run.conn,
+                self._run.claim.minute,
+                self._options.location,
+                host=self._options.host_name,
+                token=self._token,
+                now_ms=self._run.now_ms,
+                lease_ms=clock.s_to_ms(self._options.lease_s),
+                share=share,
+                offset=self._offset,
+            )
         return store.claim_buckets(
             self._run.conn,
             self._run.claim.minute,
@@ -66,11 +80,12 @@ class Claims:
 
 
 async def probe_minute(
-    run: rounds.Run, rows: list[dict[str, Any]], options: rounds.TickOptions, budget_s: float
+    run: rounds.Run, rows: list[dict[str, Any]], options: rounds.TickOptions, budget_s: float, *, located: bool = False
 ) -> list[rounds.Round]:
     """Claim shares of the minute (`rows`: its due monitors) until none is left or `budget_s`
     (rounds.probe_budget_s) is spent, probing and writing each; one round per share, in the
-    order claimed."""
+    order claimed. `located`: shares of this host's location's work (its monitors with
+    locations, store.locations), which only hosts of that location share."""
     loop = asyncio.get_running_loop()
     # DNS lookups: a daemon thread each (see fanout.DaemonThreads)
     loop.set_default_executor(fanout.DaemonThreads())
@@ -91,7 +106,7 @@ async def probe_minute(
         slot_hold_s=budget_s * rounds.SLOT_HOLD_SHARE,
         max_in_flight=rounds.IN_FLIGHT_PER_WORKER * options.concurrency,
     )
-    claims = Claims(run, options)
+    claims = Claims(run, options, located=located)
     batches: list[fanout.Batch] = []
     written: list[asyncio.Task[rounds.Round]] = []
 
@@ -109,7 +124,10 @@ async def probe_minute(
             held = await in_db(claims.next)
             if not held.buckets:
                 return
-            share = await in_db(rounds.prepare, run, [row for row in rows if held.holds(int(row["id"]))], held)
+            mine = [row for row in rows if held.holds(int(row["id"]))]
+            if located:  # those without a decided check get one that does not count
+                held = dataclasses.replace(held, given=frozenset(int(row["id"]) for row in mine))
+            share = await in_db(rounds.prepare, run, mine, held, options.location)
             for kind, values in share.loaded.items():
                 loaded.setdefault(kind, {}).update(values)
             handed.update(fanout.handed_over(share.recent))

@@ -119,22 +119,41 @@ def run_tick(options: TickOptions) -> TickReport:
             # rows claimed by a clock ahead of ours by more than a tick can run (ahead_after_ms)
             reclaim_after_ms=ahead_after_ms(now_ms, 0, options) if live else None,
         )
+        fleet = conn.engine != "sqlite"
+        if fleet:  # where each host is (`monitor-tick locations`); SQLite's one host is one location
+            store.locations.host_seen(conn, options.host_name, options.location, minute, now_ms)
+        fleet_done = claim is None  # the minute's fleet-wide work is done: its locations' may not be
+        if fleet_done and fleet and not options.force:
+            claim = store.locations.join(conn, minute)
         if claim is None:
             return TickReport(minute, now_ms, claimed=False)
         minutes = [minute, *claim.covered]
         rows = select_due_rows(conn, minutes, now_ms, replay=not live)
         run = Run(conn, claim, now_ms, started, live, says=live and not options.force)
-        if options.force is False and conn.engine != "sqlite":
+        # on a fleet, monitors with locations are checked from theirs (SQLite: one host, one location)
+        free, here = _by_location(rows, options.location) if fleet else (rows, [])
+        rounds = []
+        if fleet_done:
+            pass
+        elif options.force is False and fleet:
             # shares of the minute, claimed while probes run (run/shares.py)
             asyncio, shares = event_loop()[0], _shares()
             rounds = asyncio.run(
-                shares.probe_minute(run, rows, options, probe_budget_s(run, options, time.perf_counter()))
+                shares.probe_minute(run, free, options, probe_budget_s(run, options, time.perf_counter()))
             )
-            if not rounds:  # every bucket was taken: another host runs this minute
-                return TickReport(minute, now_ms, claimed=False)
         else:
-            rounds = [_round(run, rows, options, None)]
+            rounds = [_round(run, free, options, None)]
+        if here:  # this host's location's shares of its monitors with locations
+            asyncio, shares = event_loop()[0], _shares()
+            budget_s = probe_budget_s(run, options, time.perf_counter())
+            rounds += asyncio.run(shares.probe_minute(run, here, options, budget_s, located=True))
+        if fleet and store.locations.has_open_minutes(conn):  # any host's tick closes minutes left open
+            rounds.append(_closing(store.locations.close_minutes(conn, minute, now_ms)))
+        if not rounds:  # every bucket was taken: another host runs this minute
+            return TickReport(minute, now_ms, claimed=False)
         report = _merged(minute, now_ms, claim, rounds, says=run.says)
+        if fleet and any(r.results for r in rounds):  # what this host's canary said (`monitor-tick locations`)
+            store.locations.host_network(conn, options.host_name, lost=report.network_lost)
         if any(schedule.is_housekeeping_minute(m) for m in minutes):
             report.housekeeping = store.housekeep(
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
@@ -160,7 +179,7 @@ def run_tick(options: TickOptions) -> TickReport:
 
 def _round(run: Run, rows: list[dict[str, Any]], options: TickOptions, buckets: store.Buckets | None) -> Round:
     """Probe the monitors of `rows` and write their results (only for `buckets` still held)."""
-    share = prepare(run, rows, buckets)
+    share = prepare(run, rows, buckets, options.location)
     tick_options = dataclasses.replace(options, budget_s=probe_budget_s(run, options, time.perf_counter()))
     probes = _probe(share.usable, tick_options, run.now_ms, share.loaded, share.recent) if share.usable else []
     checked = sort_out(run, share, probes, options)
@@ -169,6 +188,18 @@ def _round(run: Run, rows: list[dict[str, Any]], options: TickOptions, buckets: 
         options_of_canary = canary_options(options, checked.canary)
         canary = CheckResult.of(0, _probe([checked.canary], options_of_canary, run.now_ms, {})[0])
     return record(run, share, checked, canary, options)
+
+
+def _by_location(rows: list[dict[str, Any]], location: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(monitors without locations, monitors checked from `location`) of the due `rows`."""
+    free = [row for row in rows if row.get("locations") is None]
+    here = [row for row in rows if store.locations.checked_here(row.get("locations"), location)]
+    return free, here
+
+
+def _closing(summary: store.WriteSummary) -> Round:
+    """What closing the minutes left open decided (a round that probed nothing)."""
+    return Round([], [], [], [], False, summary, [])
 
 
 def _merged(minute: int, now_ms: int, claim: store.Claim, rounds: list[Round], *, says: bool) -> TickReport:

@@ -79,6 +79,7 @@ from monitor_tick.store.engine import (
     read_db,
     set_busy_timeout,
 )
+from monitor_tick.store import locations
 from monitor_tick.store.invalid import record_invalid
 from monitor_tick.store.ledger import (
     BUCKETS,
@@ -134,6 +135,7 @@ from monitor_tick.store.sqlite import (
 )
 
 __all__ = [
+    "locations",
     "configuration",
     "env_ref",
     "set_env_ref",

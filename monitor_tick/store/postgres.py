@@ -21,6 +21,7 @@ from monitor_tick.core.redact import redact_url
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, script_statements
 from monitor_tick.store.due import due_ids_sql, due_rows_sql, select_due_sql
 from monitor_tick.store.ledger import BUCKETS, claim_buckets_sql
+from monitor_tick.store.locations import postgres_statements as location_statements
 from monitor_tick.store.sqlite import DEFAULT_BUSY_TIMEOUT_S, SCHEMA_VERSION, check_version
 
 _T = TypeVar("_T")
@@ -62,6 +63,7 @@ STATEMENTS = {
         "WHERE minute = :minute AND token = :token "
         "AND bucket IN (SELECT CAST(value AS BIGINT) FROM jsonb_array_elements_text(CAST(:held AS JSONB)) AS b(value))"
     ),
+    **location_statements(_SERVER_NOW_MS),
     # migrate (copy.py): the source's snapshot, and the identity sequence set past copied ids
     "begin_snapshot": "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY",
     # migrate's copy is on disk when it says so, whatever the server's synchronous_commit; and

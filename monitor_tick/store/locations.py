@@ -1,0 +1,441 @@
+"""Locations: where each host probes from (fleet_hosts), the work split of monitors with
+locations (location_claims: a location's hosts share its work, and only they take a dead host's
+share over), each location's check of a minute (location_checks, short-lived), and the decision
+of each minute by a quorum of locations (core/quorum.py), made once across the fleet under a
+lock of the monitor's row: its verdict counted once in rollups, its incident or partial episode
+stepped, its event recorded. See schema.sql (step 15) and the README's "Several locations".
+
+Monitors without locations never come here: they keep the fleet-wide claims of ledger.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from monitor_tick.core import quorum
+from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms
+from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Open, Transition
+from monitor_tick.core.model import AlertSettings, CheckResult
+from monitor_tick.store.db import dicts, one, statement, write_tx
+from monitor_tick.store.deliveries import record_event
+from monitor_tick.store.ledger import Claim
+from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
+
+LOCATION_BUCKETS = 16  # a monitor with locations falls in bucket id % 16 of each of its locations
+CLOSE_AFTER_MS = 2 * MS_PER_MINUTE  # a minute closes this long after its first write (server clock)
+CHECKS_KEPT_MINUTES = 10  # closed minutes' checks and verdicts are deleted after this
+
+# The database server's clock where it decides (leases, liveness, closing): `{now}` is the
+# tick's reading on SQLite (one host) and the server's on PostgreSQL (postgres.STATEMENTS).
+_CLAIM = """
+WITH RECURSIVE b(bucket) AS (SELECT 0 UNION ALL SELECT bucket + 1 FROM b WHERE bucket < {buckets} - 1),
+free(bucket, n) AS (
+  SELECT bucket, row_number() OVER (ORDER BY (bucket + :offset) % {buckets}) FROM b
+   WHERE NOT EXISTS (SELECT 1 FROM location_claims c WHERE c.minute = :minute AND c.location = :location
+                      AND c.bucket = b.bucket AND (c.finished_at_ms IS NOT NULL OR c.lease_until_ms > {now}))
+),
+size(free) AS (SELECT count(*) FROM free)
+INSERT INTO location_claims (minute, location, bucket, host, token, claimed_at_ms, lease_until_ms)
+SELECT :minute, :location, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
+ WHERE free.n <= CASE WHEN :all = 1 THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
+ON CONFLICT (minute, location, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
+  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms
+ WHERE location_claims.finished_at_ms IS NULL AND location_claims.lease_until_ms <= {now}
+RETURNING bucket
+"""
+_SEEN = """
+INSERT INTO fleet_hosts (host, location, last_minute, seen_at_ms) VALUES (:host, :location, :minute, {now})
+ON CONFLICT (host) DO UPDATE SET location = excluded.location, seen_at_ms = excluded.seen_at_ms,
+  last_minute = CASE WHEN excluded.last_minute > fleet_hosts.last_minute
+                     THEN excluded.last_minute ELSE fleet_hosts.last_minute END
+"""
+_NOW = "SELECT {now}"
+_LOCK_MONITOR = (
+    "SELECT locations, quorum, notify_partial, alert_after_checks, resolve_after_checks, remind_every_sec "
+    "FROM monitors WHERE id = ?{lock}"
+)
+
+
+def postgres_statements(server_now: str) -> dict[str, str]:
+    """This module's statements as PostgreSQL runs them: the server's clock, the row lock."""
+    return {
+        "location_claim": _CLAIM.format(now=server_now, buckets=LOCATION_BUCKETS),
+        "location_seen": _SEEN.format(now=server_now),
+        "location_now": _NOW.format(now=server_now),
+        "location_lock": _LOCK_MONITOR.format(lock=" FOR UPDATE"),
+    }
+
+
+def _sql(conn: Connection, name: str) -> str:
+    sqlite = {
+        "location_claim": _CLAIM.format(now=":now_ms", buckets=LOCATION_BUCKETS),
+        "location_seen": _SEEN.format(now=":now_ms"),
+        "location_now": _NOW.format(now=":now_ms"),
+        "location_lock": _LOCK_MONITOR.format(lock=""),  # SQLite has one writer at a time
+    }
+    return statement(conn, name, sqlite[name])
+
+
+@dataclass(frozen=True)
+class LocationBuckets:
+    """The (minute, location, bucket) claims one round of a run holds, and the monitors of its
+    location it was given for them (those without a check get one that does not count)."""
+
+    minute: int
+    location: str
+    token: str
+    buckets: frozenset[int]
+    given: frozenset[int] = field(default_factory=frozenset)
+
+    def holds(self, monitor: int) -> bool:
+        return monitor % LOCATION_BUCKETS in self.buckets
+
+
+def checked_here(stored: str | None, location: str) -> bool:
+    """Whether a monitor with `stored` locations is checked from `location` (None: no locations)."""
+    return stored is not None and (stored == quorum.ALL or location in stored.split(","))
+
+
+def host_seen(conn: Connection, host: str, location: str, minute: int, now_ms: int) -> None:
+    """Record that `host` of `location` ticks `minute` (`monitor-tick locations`, liveness)."""
+    with write_tx(conn):
+        conn.execute(_sql(conn, "location_seen"), {"host": host, "location": location, "minute": minute, "now_ms": now_ms})
+
+
+def host_network(conn: Connection, host: str, *, lost: bool) -> None:
+    """Record what `host`'s canary said in its newest tick that asked it."""
+    with write_tx(conn):
+        conn.execute("UPDATE fleet_hosts SET network_lost = ? WHERE host = ? AND network_lost <> ?", (lost, host, lost))
+
+
+def claim(
+    conn: Connection,
+    minute: int,
+    location: str,
+    *,
+    host: str,
+    token: str,
+    now_ms: int,
+    lease_ms: int,
+    share: int,
+    offset: int,
+) -> LocationBuckets:
+    """As ledger.claim_buckets, for `location`'s share of `minute`: only its hosts call it."""
+    with write_tx(conn):
+        rows = conn.execute(
+            _sql(conn, "location_claim"),
+            {
+                "minute": minute,
+                "location": location,
+                "host": host,
+                "token": token,
+                "now_ms": now_ms,
+                "lease_ms": lease_ms,
+                "share": share,
+                "all": share <= 1,
+                "offset": offset,
+            },
+        ).fetchall()
+    return LocationBuckets(minute, location, token, frozenset(int(row[0]) for row in rows))
+
+
+def join(conn: Connection, minute: int) -> Claim | None:
+    """The claim of a run for `minute` that another run claimed and whose fleet-wide buckets are
+    all done (ledger's join says nothing is left): its locations' shares may still be open. None
+    on SQLite, and when the minute was caught up by another minute's run or missed."""
+    if conn.engine == "sqlite":
+        return None
+    row = conn.execute("SELECT covered_by, missed FROM ticks WHERE minute = ?", (minute,)).fetchone()
+    if row is None or row[0] is not None or row[1]:
+        return None
+    covered = [int(m) for (m,) in conn.execute("SELECT minute FROM ticks WHERE covered_by = ? ORDER BY minute", (minute,))]
+    return Claim(minute, covered, 0, joined=True)
+
+
+def write_checks(
+    conn: Connection,
+    minutes: Sequence[int],
+    at_ms: int,
+    results: Iterable[CheckResult],
+    finished_at_ms: int,
+    *,
+    buckets: LocationBuckets,
+    **_: Any,
+) -> WriteSummary:
+    """Write one round's checks from `buckets.location` (store.write_results' signature; the
+    ledger's figures are the fleet-wide rounds'): each check of a monitor in a bucket still held
+    once per minute (a rerun records none twice), one that does not count for each monitor given
+    without a decided check (it could not be probed here), the location's hourly figures; then
+    decide each minute they touch. Raises DatabaseError; nothing is written then."""
+    minute = buckets.minute
+    up = down = unknown = 0
+    with write_tx(conn):
+        held = {
+            int(row[0])
+            for row in conn.execute(
+                "SELECT bucket FROM location_claims WHERE minute = ? AND location = ? AND token = ? "
+                "AND finished_at_ms IS NULL",
+                (minute, buckets.location, buckets.token),
+            )
+        } & buckets.buckets
+        by_id = {r.monitor_id: r for r in results if r.monitor_id % LOCATION_BUCKETS in held}
+        given = {m for m in buckets.given if m % LOCATION_BUCKETS in held} | set(by_id)
+        # a monitor removed while the tick probed: its check has nowhere to go
+        existing = {m for m in given if one(conn, "SELECT count(*) FROM monitors WHERE id = ?", (m,))}
+        written = []
+        for monitor in sorted(given & existing):
+            result = by_id.get(monitor)
+            decided = result is not None and result.status != "unknown"
+            is_up = decided and result is not None and result.status == "up"
+            cause = None if result is None else result.cause
+            inserted = conn.execute(
+                "INSERT INTO location_checks (monitor_id, minute, location, up, cause, latency_ms) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (monitor_id, minute, location) DO NOTHING",
+                (monitor, minute, buckets.location, is_up if decided else None, cause,
+                 result.latency_ms if result is not None and is_up else None),
+            ).rowcount
+            if not inserted:
+                continue
+            written.append(monitor)
+            if not decided:
+                unknown += 1
+                continue
+            up += is_up
+            down += not is_up
+            latency = result.latency_ms if is_up and result is not None else None
+            conn.execute(
+                "INSERT INTO location_rollups (monitor_id, hour_start_ms, location, checks, failures, latency_ms_sum) "
+                "VALUES (?, ?, ?, 1, ?, ?) ON CONFLICT (monitor_id, hour_start_ms, location) DO UPDATE SET "
+                "checks = location_rollups.checks + 1, failures = location_rollups.failures + excluded.failures, "
+                "latency_ms_sum = location_rollups.latency_ms_sum + excluded.latency_ms_sum",
+                (monitor, hour_start_ms(at_ms), buckets.location, 0 if is_up else 1, latency or 0),
+            )
+        conn.executemany(
+            "UPDATE location_claims SET finished_at_ms = ? WHERE minute = ? AND location = ? AND bucket = ? AND token = ?",
+            [(finished_at_ms, minute, buckets.location, bucket, buckets.token) for bucket in sorted(held)],
+        )
+        server_now = one(conn, _sql(conn, "location_now"), {"now_ms": at_ms})
+        opened: list[int] = []
+        resolved: list[int] = []
+        confirmed: list[int] = []
+        for monitor in written:
+            conn.execute(
+                "INSERT INTO quorum_minutes (monitor_id, minute, first_write_ms) VALUES (?, ?, ?) "
+                "ON CONFLICT (monitor_id, minute) DO NOTHING",
+                (monitor, minute, server_now),
+            )
+            _decide(conn, monitor, minute, at_ms, server_now, minute, (opened, resolved, confirmed))
+    return WriteSummary(up, down, unknown, opened, resolved, 0, confirmed)
+
+
+def close_minutes(conn: Connection, tick_minute: int, now_ms: int) -> WriteSummary:
+    """Any host's tick: decide the minutes still open that have closed since (their time is up),
+    and delete the checks of minutes closed long ago."""
+    opened: list[int] = []
+    resolved: list[int] = []
+    confirmed: list[int] = []
+    with write_tx(conn):
+        server_now = one(conn, _sql(conn, "location_now"), {"now_ms": now_ms})
+        for monitor, minute in conn.execute(
+            "SELECT monitor_id, minute FROM quorum_minutes WHERE closed = 0 ORDER BY minute, monitor_id"
+        ).fetchall():
+            _decide(conn, int(monitor), int(minute), now_ms, server_now, tick_minute, (opened, resolved, confirmed))
+        old = tick_minute - CHECKS_KEPT_MINUTES
+        conn.execute("DELETE FROM quorum_minutes WHERE minute < ? AND closed = 1", (old,))
+        conn.execute(
+            "DELETE FROM location_checks WHERE minute < ? AND NOT EXISTS (SELECT 1 FROM quorum_minutes q "
+            "WHERE q.monitor_id = location_checks.monitor_id AND q.minute = location_checks.minute)",
+            (old,),
+        )
+    return WriteSummary(0, 0, 0, opened, resolved, 0, confirmed)
+
+
+def has_open_minutes(conn: Connection) -> bool:
+    return one(conn, "SELECT count(*) FROM (SELECT 1 FROM quorum_minutes WHERE closed = 0 LIMIT 1) AS q", ()) > 0
+
+
+def ticked_locations(conn: Connection, server_now_ms: int) -> list[str]:
+    """Every location a host ticked from in the last 7 days (by the server's clock)."""
+    rows = conn.execute(
+        "SELECT DISTINCT location FROM fleet_hosts WHERE seen_at_ms >= ? ORDER BY location",
+        (server_now_ms - quorum.ALL_WINDOW_MS,),
+    )
+    return [str(row[0]) for row in rows]
+
+
+def _decide(
+    conn: Connection,
+    monitor: int,
+    minute: int,
+    at_ms: int,
+    server_now_ms: int,
+    tick_minute: int,
+    changes: tuple[list[int], list[int], list[int]],
+) -> None:
+    """Decide `monitor`'s `minute` again from its checks that are in, under a lock of its row:
+    count its verdict once, step its incident or partial episode."""
+    row = conn.execute(_sql(conn, "location_lock"), (monitor,)).fetchone()
+    state = conn.execute(
+        "SELECT verdict, closed, first_write_ms FROM quorum_minutes WHERE monitor_id = ? AND minute = ?",
+        (monitor, minute),
+    ).fetchone()
+    if row is None or state is None or state[1]:
+        return
+    stored, k_set, notify_partial = row[0], row[1], bool(row[2])
+    settings = AlertSettings(row[3], row[4], row[5])
+    if stored is None:  # its locations were removed meanwhile: nothing left to decide
+        conn.execute("UPDATE quorum_minutes SET closed = 1 WHERE monitor_id = ? AND minute = ?", (monitor, minute))
+        return
+    names = quorum.names_of(stored, ticked_locations(conn, server_now_ms))
+    checks = {
+        str(loc): quorum.Check(None if up is None else bool(up), cause)
+        for loc, up, cause in conn.execute(
+            "SELECT location, up, cause FROM location_checks WHERE monitor_id = ? AND minute = ?", (monitor, minute)
+        )
+    }
+    expected = {
+        str(loc)
+        for (loc,) in conn.execute("SELECT DISTINCT location FROM fleet_hosts WHERE last_minute >= ?", (minute - 1,))
+    } & set(names)
+    closed = (
+        expected <= checks.keys()
+        or server_now_ms >= int(state[2]) + CLOSE_AFTER_MS
+        or tick_minute >= minute + 3
+    )
+    decision = quorum.decide(names, quorum.quorum_of(len(names), k_set), checks, closed=closed)
+    if state[0] is None and decision.verdict is not None:
+        latencies = [
+            int(lat)
+            for (lat,) in conn.execute(
+                "SELECT latency_ms FROM location_checks WHERE monitor_id = ? AND minute = ? AND up = 1 "
+                "AND latency_ms IS NOT NULL",
+                (monitor, minute),
+            )
+        ]
+        _count(conn, monitor, decision, at_ms, latencies)
+        _step(conn, monitor, decision, settings, notify_partial, at_ms, changes)
+    conn.execute(
+        "UPDATE quorum_minutes SET verdict = coalesce(verdict, ?), closed = ? WHERE monitor_id = ? AND minute = ?",
+        (decision.verdict, closed, monitor, minute),
+    )
+
+
+def _count(conn: Connection, monitor: int, decision: quorum.Decision, at_ms: int, latencies: list[int]) -> None:
+    """The minute's verdict in the monitor's own hourly rollup (a partial minute is up by the
+    quorum rule: its partial episode says the rest)."""
+    latency = sum(latencies) // len(latencies) if latencies and decision.verdict != quorum.DOWN else None
+    conn.execute(
+        _UPSERT_ROLLUP,
+        {
+            "monitor_id": monitor,
+            "hour_start_ms": hour_start_ms(at_ms),
+            "failures": 1 if decision.verdict == quorum.DOWN else 0,
+            "latency_ms": latency or 0,
+            "latency_min": latency,
+            "latency_max": latency,
+            "at_ms": at_ms,
+            "cert_expires_at_ms": None,
+        },
+    )
+
+
+def _step(
+    conn: Connection,
+    monitor: int,
+    decision: quorum.Decision,
+    settings: AlertSettings,
+    notify_partial: bool,
+    at_ms: int,
+    changes: tuple[list[int], list[int], list[int]],
+) -> None:
+    """What a verdict does to the monitor's open incident ('down') or partial episode."""
+    opened, resolved, confirmed = changes
+    found = conn.execute(
+        "SELECT id, state, down_checks, up_checks, kind FROM incidents WHERE monitor_id = ? AND resolved_at_ms IS NULL",
+        (monitor,),
+    ).fetchone()
+    outage = (int(found[0]), Open(found[1], found[2], found[3])) if found is not None and found[4] == "down" else None
+    episode = int(found[0]) if found is not None and found[4] == "partial" else None
+    if decision.verdict == quorum.DOWN:
+        if episode is not None:  # the partial episode ends where the outage begins
+            conn.execute("UPDATE incidents SET resolved_at_ms = ? WHERE id = ?", (at_ms, episode))
+        result = CheckResult(monitor, "down", cause=decision.text)
+        change = _apply_incident_step(conn, result, outage, settings, at_ms)
+        if change is not None and change.transition is Transition.OPEN:
+            opened.append(monitor)
+        if change is not None and change.confirms:
+            confirmed.append(monitor)
+            # the alert names the places as they are when it is sent
+            conn.execute(
+                "UPDATE incidents SET cause = ? WHERE monitor_id = ? AND resolved_at_ms IS NULL", (decision.text, monitor)
+            )
+        return
+    if outage is not None:
+        change = _apply_incident_step(conn, CheckResult(monitor, "up"), outage, settings, at_ms)
+        if change is None or change.transition is not Transition.RESOLVE:
+            return  # still down until resolve_after closed minutes say otherwise
+        resolved.append(monitor)
+    if decision.verdict == quorum.UP:
+        if episode is not None:
+            conn.execute("UPDATE incidents SET resolved_at_ms = ? WHERE id = ?", (at_ms, episode))
+        return
+    _partial(conn, monitor, episode, decision.text, settings, notify_partial, at_ms)
+
+
+def _partial(
+    conn: Connection,
+    monitor: int,
+    episode: int | None,
+    text: str,
+    settings: AlertSettings,
+    notify_partial: bool,
+    at_ms: int,
+) -> None:
+    """A partial minute: open or count the partial episode; at alert_after minutes it is
+    confirmed, and told (its own kind, once) only with --notify-partial."""
+    if episode is None:
+        episode = int(
+            one(
+                conn,
+                "INSERT INTO incidents (monitor_id, started_at_ms, cause, state, down_checks, up_checks, kind) "
+                "VALUES (?, ?, ?, ?, 1, 0, 'partial') RETURNING id",
+                (monitor, at_ms, text, SUSPECTED),
+            )
+        )
+        downs = 1
+    else:
+        downs = int(one(conn, "SELECT down_checks FROM incidents WHERE id = ?", (episode,))) + 1
+        conn.execute("UPDATE incidents SET down_checks = ?, cause = ? WHERE id = ?", (downs, text, episode))
+    if downs >= settings.alert_after_checks:
+        confirmed_now = conn.execute(
+            "UPDATE incidents SET state = ?, confirmed_at_ms = ? WHERE id = ? AND state = ?",
+            (CONFIRMED, at_ms, episode, SUSPECTED),
+        ).rowcount
+        if confirmed_now and notify_partial:
+            record_event(conn, episode, monitor, "down", at_ms)
+
+
+@dataclass(frozen=True)
+class Location:
+    name: str
+    hosts: list[dict[str, Any]]  # host, last_minute, network_lost
+
+
+def list_locations(conn: Connection) -> list[Location]:
+    """Each location with its hosts: the newest minute each ticked and its canary state."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    for row in dicts(
+        conn, "SELECT location, host, last_minute, network_lost FROM fleet_hosts ORDER BY location, host"
+    ):
+        found.setdefault(row.pop("location"), []).append(row)
+    return [Location(name, hosts) for name, hosts in found.items()]
+
+
+def locations_used(conn: Connection) -> set[str]:
+    """Every location a host has ticked from (ever)."""
+    return {str(row[0]) for row in conn.execute("SELECT DISTINCT location FROM fleet_hosts")}
