@@ -22,9 +22,9 @@ RETRY_MAX_MS = 30 * clock.MS_PER_MINUTE
 # ... until its event is this old: then it is given up, with one warning.
 GIVE_UP_AFTER_MS = 6 * clock.MS_PER_HOUR
 
-TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN", "paused": "PAUSED"}
+TITLES = {"down": "DOWN", "up": "UP", "reminder": "STILL DOWN", "paused": "PAUSED", "partial": "PARTIAL"}
 # Apprise's notify types: they pick colours and icons on services that have them
-NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning", "paused": "warning"}
+NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning", "paused": "warning", "partial": "warning"}
 
 # ---------------------------------------------------------------------------------------------
 # Messages
@@ -35,7 +35,8 @@ class EventInfo:
     """One incident event to tell one channel about (what a message is made from)."""
 
     event_id: int
-    kind: str  # down, up, reminder, paused (auto-paused by housekeeping)
+    # down, up, reminder, paused (auto-paused by housekeeping), partial (down from fewer of its
+    # locations than its quorum: --notify-partial, once per episode)
     created_at_ms: int
     monitor_name: str
     monitor_url: str
@@ -62,10 +63,12 @@ def message(event: EventInfo) -> Message:
     """The message for one event. The URL is shown with credentials and query values hidden."""
     name = event.monitor_name
     lead = {
-        "down": f"{name} is down.",
+        # a monitor checked from several locations: its cause names them (core/quorum.places)
+        "down": f"{name} is {event.cause}." if event.cause.startswith("down from ") else f"{name} is down.",
         "up": f"{name} is up again after {_down_for(event)} down.",
         "reminder": f"{name} is still down, for {_down_for(event)} now.",
         "paused": f"{name} was paused after {_down_for(event)} down: it is no longer probed.",
+        "partial": f"{name} is down from some of its locations, fewer than its quorum.",
     }[event.kind]
     lines = [
         lead,
@@ -96,6 +99,7 @@ def summary(kind: str, events: Sequence[EventInfo]) -> Message:
         "up": "are up again",
         "reminder": "are still down",
         "paused": "were paused after a long outage (monitor-tick resume NAME probes one again)",
+        "partial": "are down from some of their locations",
     }[kind]
     body = f"{len(events)} monitors {verb}:\n" + "\n".join(lines)
     return Message(

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 import typer
 
 from monitor_tick import store
-from monitor_tick.cli import deferred
+from monitor_tick.cli import deferred, places
 from monitor_tick.cli.common import (
     ALERT_FLAGS,
     DbOption,
@@ -30,6 +30,7 @@ from monitor_tick.cli.common import (
 )
 from monitor_tick.cli.monitors import add, given_options, interval_s, option_of
 from monitor_tick.core import clock
+from monitor_tick.core.quorum import PLACE_COLUMNS, PLACE_FLAGS
 from monitor_tick.core.model import OPTION_FLAGS, OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
@@ -123,6 +124,12 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
             resolve_after_checks=alerts.resolve_after_checks,
             remind_every_sec=alerts.remind_every_sec,
         )
+        given_places = {name: parameters.get(name) for name in PLACE_COLUMNS}
+        if given_places["notify_partial"] is False:  # --not-notify-partial
+            given_places["notify_partial"] = 0
+        values.update(
+            places.place_columns(conn, {c: row[c] for c in PLACE_COLUMNS}, given_places, pinged=kind.pinged)
+        )
         changed = {column: value for column, value in values.items() if row[column] != value}
         owner = parameters.get("owner")
         if owner is not None and owner != (row["owner"] or ""):
@@ -135,7 +142,7 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
             fail(str(exc))
     finally:
         conn.close()
-    flags = {**_FLAGS, **ALERT_FLAGS}
+    flags = {**_FLAGS, **ALERT_FLAGS, **PLACE_FLAGS}
     lines = [
         f"{flags[column]} {setting_text(column, row[column])} -> {setting_text(column, value)}"
         for column, value in changed.items()
@@ -154,7 +161,8 @@ def _edit_parameter(parameter: inspect.Parameter, annotation: Any) -> inspect.Pa
     info = copy.copy(info)
     info.help = _DEFAULT_NOTE.sub("", info.help or "")
     if kind is bool:  # in Annotated form Typer reads the first declaration from `default`
-        info.default, info.param_decls = f"--{parameter.name}/--not-{parameter.name}", ()
+        flag = parameter.name.replace("_", "-")
+        info.default, info.param_decls = f"--{flag}/--not-{flag}", ()
     return parameter.replace(annotation=Annotated[kind | None, info], default=None, kind=inspect.Parameter.KEYWORD_ONLY)
 
 

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import typer
 
 from monitor_tick import store
-from monitor_tick.cli import deferred
+from monitor_tick.cli import deferred, places
 from monitor_tick.cli.common import (
     DbOption,
     JsonOption,
@@ -28,6 +28,7 @@ from monitor_tick.cli.common import (
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
+from monitor_tick.core.quorum import PLACE_COLUMNS
 from monitor_tick.core.model import OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings, monitor_state
 from monitor_tick.core.redact import redact_settings
 
@@ -225,6 +226,9 @@ def add(
     remind: Annotated[
         str | None, typer.Option(help="While it stays down, remind every this long (e.g. 1h). [default: never]")
     ] = None,
+    locations: Annotated[str | None, typer.Option(metavar="LOC[,LOC...]", help=places.LOCATIONS_HELP)] = None,
+    quorum: Annotated[int | None, typer.Option(metavar="K", help=places.QUORUM_HELP)] = None,
+    notify_partial: Annotated[bool, typer.Option("--notify-partial", help=places.NOTIFY_PARTIAL_HELP)] = False,
     db: DbOption = None,
 ) -> None:
     """Add a monitor and print its id (a heartbeat's token). Example: monitor-tick add https://example.org --every 1m"""
@@ -257,8 +261,19 @@ def add(
         refused = probes.fleet_refusal(monitor, store.fleet_hosts(conn))
         if refused:
             fail(refused)
+        given_places = {"locations": locations, "quorum": quorum, "notify_partial": notify_partial or None}
+        place = places.place_columns(
+            conn, PLACE_COLUMNS, given_places, pinged=probes.PROBES[monitor.kind].pinged
+        )
         new_id = store.add_monitor(
-            conn, monitor, owner, clock.now_ms(), alert_settings, token_sha256=token_sha256, name_given=name is not None
+            conn,
+            monitor,
+            owner,
+            clock.now_ms(),
+            alert_settings,
+            token_sha256=token_sha256,
+            name_given=name is not None,
+            places=place,
         )
     except store.StoreError as exc:
         fail(str(exc))

@@ -32,6 +32,7 @@ DEFAULT_DB = "monitor-tick.db"
 DB_ENVVAR = "MONITOR_TICK_DB"
 BLOCK_PRIVATE_ENVVAR = "MONITOR_TICK_BLOCK_PRIVATE"
 PING_URL_ENVVAR = "MONITOR_TICK_PING_URL"
+LOCATION_ENVVAR = "MONITOR_TICK_LOCATION"
 STATUS_TITLE_ENVVAR = "MONITOR_TICK_STATUS_TITLE"  # status-page --title, and the tick's --status-page
 DB_HELP = (
     f"SQLite database file (created on first use), or a postgresql://user@host:port/dbname URL "
@@ -161,6 +162,20 @@ TICK_OPTIONS: tuple[TickOption, ...] = (
         "This host's name in the claims of a shared PostgreSQL database (`monitor-tick hosts`). "
         "Default: the machine's hostname.",
         optional=True,
+        metavar="NAME",
+    ),
+    TickOption(
+        "location",
+        ("--location",),
+        str,
+        None,
+        "The place this host probes from (1-32 characters of a-z, 0-9 and '-'; default: "
+        "'default'). On a shared PostgreSQL database a monitor with --locations is checked once "
+        "a due minute in each of them, by that location's hosts only; checks from a named "
+        "location send User-Agent: monitor-tick/VERSION (location NAME). `monitor-tick locations` "
+        "lists them.",
+        optional=True,
+        envvar=LOCATION_ENVVAR,
         metavar="NAME",
     ),
     TickOption(

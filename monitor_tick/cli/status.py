@@ -156,3 +156,44 @@ def hosts(
         seconds = "-" if r["duration_ms"] is None else f"{r['duration_ms'] / 1000:.1f}"
         minute = clock.display_from_ms(clock.minute_start_ms(r["minute"]))
         typer.echo(line(minute, shown_name(r["host"]), r["buckets"], r["unfinished"], r["checks"], seconds))
+
+
+# ---------------------------------------------------------------------------------------------
+# Locations
+
+
+@app.command()
+def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
+    """The places hosts probe from (their tick's --location; 'default' without it): each
+    location's hosts, the newest minute each ticked and what its network canary said (a host
+    whose canary failed sets aside only its own network-level failures). On SQLite there is one
+    host, so one location."""
+    found = read(db_path(ctx, db), store.locations.list_locations)
+    rows = [
+        {
+            "location": place.name,
+            "hosts": [
+                {
+                    "host": h["host"],
+                    "last_minute": h["last_minute"],
+                    "last_tick": clock.iso_from_ms(clock.minute_start_ms(h["last_minute"])),
+                    "canary": "network lost" if h["network_lost"] else "ok",
+                }
+                for h in place.hosts
+            ],
+        }
+        for place in found
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        typer.echo("no host has ticked yet")
+        return
+    width = max(16, *(len(shown_name(h["host"])) for r in rows for h in r["hosts"]))
+    line = f"{{:<32}}  {{:<{width}}} {{:<{len(clock.display_from_ms(0))}}}  {{}}".format
+    typer.echo(line("LOCATION", "HOST", "LAST MINUTE (UTC)", "CANARY"))
+    for r in rows:
+        for h in r["hosts"]:
+            last = clock.display_from_ms(clock.minute_start_ms(h["last_minute"]))
+            typer.echo(line(r["location"], shown_name(h["host"]), last, h["canary"]).rstrip())

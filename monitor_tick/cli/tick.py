@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from monitor_tick import store
 from monitor_tick.cli import deferred
 from monitor_tick.cli.options import DEFAULT_DB, STATUS_TITLE_ENVVAR
-from monitor_tick.core import clock
+from monitor_tick.core import clock, quorum
 from monitor_tick.core.model import Monitor
 from monitor_tick.core.redact import redact_url
 from monitor_tick.run.report import TickReport
@@ -66,6 +66,7 @@ def _run_tick(
     block_private: bool,
     busy_timeout: str,
     host_name: str | None,
+    location: str | None,
     lease: str,
     status_page: str | None,
     metrics_file: str | None,
@@ -88,6 +89,10 @@ def _run_tick(
         return fail_line(str(exc), 2)
     if lease_s <= budget_s:
         return fail_line(f"--lease: {lease} must be longer than --budget ({budget})", 2)
+    try:
+        place = quorum.DEFAULT if location is None else quorum.check_name(location)
+    except quorum.LocationError as exc:
+        return fail_line(f"--location: {exc}", 2)
     options = TickOptions(
         db_path=path,
         minute=minute,
@@ -100,6 +105,7 @@ def _run_tick(
         busy_timeout_s=busy_timeout_s,
         transport=transport,
         lease_s=lease_s,
+        location=place,
     )
     if host_name:
         options.host_name = host_name

@@ -121,3 +121,19 @@ def places(locations: list[str], counting: Mapping[str, Check]) -> str:
 
 def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+# A monitor's place settings: columns of `monitors` (step 15), file keys and `add` options
+PLACE_COLUMNS: dict[str, object] = {"locations": None, "quorum": None, "notify_partial": 0}
+PLACE_FLAGS = {"locations": "--locations", "quorum": "--quorum", "notify_partial": "--notify-partial"}
+
+
+def check_places(stored: str | None, k: int | None, *, pinged: bool, one_host: bool) -> None:
+    """Refuse place settings that cannot be used: locations for a heartbeat (pushed, not probed
+    from anywhere), several locations on SQLite (`one_host`), a quorum without locations or
+    above the number named."""
+    if stored is not None and pinged:
+        raise LocationError("--locations: a heartbeat is pushed to us, not checked from a place")
+    if stored is not None and one_host and stored != ALL and "," in stored:
+        raise LocationError("--locations: a SQLite database has one host, so one location; use PostgreSQL for several")
+    check_quorum(k, stored)

@@ -44,7 +44,7 @@ def record_event(conn: Connection, incident_id: int, monitor: int, kind: str, at
 # Confirmed open incidents of active monitors whose next reminder is due, when anyone listens.
 _DUE_REMINDERS = """
 SELECT i.id, i.monitor_id FROM incidents i JOIN monitors m ON m.id = i.monitor_id
- WHERE i.resolved_at_ms IS NULL AND i.state = 'confirmed'
+ WHERE i.resolved_at_ms IS NULL AND i.state = 'confirmed' AND i.kind = 'down'
    AND m.remind_every_sec IS NOT NULL AND m.enabled = 1 AND m.auto_paused = 0
    AND coalesce(i.reminded_at_ms, i.confirmed_at_ms) + m.remind_every_sec * 1000 <= :now_ms
    AND EXISTS (SELECT 1 FROM channels)
@@ -103,7 +103,8 @@ def claim_deliveries(
             conn,
             """
             SELECT d.event_id, d.channel_id, d.attempts, c.url AS channel_url,
-                   e.kind, e.created_at_ms, m.name AS monitor_name, m.url AS monitor_url,
+                   CASE WHEN i.kind = 'partial' THEN 'partial' ELSE e.kind END AS kind,
+                   e.created_at_ms, m.name AS monitor_name, m.url AS monitor_url,
                    i.cause, i.http_status, i.started_at_ms, i.resolved_at_ms
               FROM deliveries d
               JOIN channels c ON c.id = d.channel_id

@@ -66,6 +66,7 @@ def add_monitor(
     *,
     token_sha256: bytes | None = None,
     name_given: bool = True,
+    places: dict[str, Any] | None = None,
 ) -> int:
     """Insert a checked monitor; `token_sha256` identifies a heartbeat's pings. A name that was
     not given (the redacted URL) is made unique with ' (2)', ' (3)', ...; a given one must be."""
@@ -78,7 +79,7 @@ def add_monitor(
                 raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
             name = f"{monitor.name} ({n})"
         owner = owner_id(conn, owner_name) if owner_name else None
-        return insert_monitor(conn, replace(monitor, name=name), owner, created_at_ms, alerts, token_sha256)
+        return insert_monitor(conn, replace(monitor, name=name), owner, created_at_ms, alerts, token_sha256, places=places)
 
 
 def insert_monitor(
@@ -90,6 +91,7 @@ def insert_monitor(
     token_sha256: bytes | None,
     *,
     enabled: bool = True,
+    places: dict[str, Any] | None = None,
 ) -> int:
     """The INSERT of a checked, named monitor, inside the caller's write transaction (add and
     import): a new id, and its first check within minutes when it runs."""
@@ -105,6 +107,7 @@ def insert_monitor(
         resolve_after_checks=alerts.resolve_after_checks,
         remind_every_sec=alerts.remind_every_sec,
     )
+    values.update(places or {})  # locations, quorum, notify_partial (cli/places.py)
     new = insert_row(conn, "monitors", values)  # the columns are Monitor's own field names
     if enabled:
         _first_check_soon(conn, new, created_at_ms)
@@ -204,7 +207,10 @@ def list_monitors(conn: Connection, now_ms: int, monitor: int | None = None) -> 
                {greatest("m.interval_sec", FLOOR)} AS effective_interval_sec,
                {IN_MAINTENANCE} AS in_maintenance,
                (SELECT i.started_at_ms FROM incidents i
-                 WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
+                 WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL AND i.kind = 'down') AS down_since_ms,
+    (SELECT i.started_at_ms FROM incidents i
+      WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL AND i.kind = 'partial') AS partial_since_ms,
+    m.locations, m.quorum, m.notify_partial,
                (SELECT max(r.last_check_ms) FROM rollups r WHERE r.monitor_id = m.id) AS last_check_ms
           FROM monitors m
           LEFT JOIN owners o ON o.id = m.owner_id

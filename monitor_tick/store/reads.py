@@ -28,7 +28,10 @@ _STATE_COLUMNS = f"""
     m.enabled, m.auto_paused, {SETTING_COLUMNS}, {INVALID_COLUMNS},
     {IN_MAINTENANCE} AS in_maintenance,
     (SELECT i.started_at_ms FROM incidents i
-      WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL) AS down_since_ms,
+      WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL AND i.kind = 'down') AS down_since_ms,
+    (SELECT i.started_at_ms FROM incidents i
+      WHERE i.monitor_id = m.id AND i.resolved_at_ms IS NULL AND i.kind = 'partial') AS partial_since_ms,
+    m.locations, m.quorum, m.notify_partial,
     (SELECT r.last_check_ms FROM rollups r
       WHERE r.monitor_id = m.id ORDER BY r.hour_start_ms DESC LIMIT 1) AS last_check_ms
 """

@@ -303,7 +303,7 @@ def _auto_pause(conn: Connection, now_ms: int, after_ms: int) -> list[AutoPaused
     found = conn.execute(
         "SELECT m.id, m.name, i.id, i.started_at_ms FROM monitors m "
         "JOIN incidents i ON i.monitor_id = m.id AND i.resolved_at_ms IS NULL "
-        "WHERE m.auto_paused = 0 AND i.state = 'confirmed' AND i.started_at_ms < ? "
+        "WHERE m.auto_paused = 0 AND i.state = 'confirmed' AND i.kind = 'down' AND i.started_at_ms < ? "
         "AND i.started_at_ms < ? - ? * 1000 * m.interval_sec ORDER BY m.id",
         (now_ms - after_ms, now_ms, AUTO_PAUSE_MIN_INTERVALS),
     ).fetchall()
@@ -352,7 +352,8 @@ def _open_incidents(conn: Connection) -> dict[int, tuple[int, Open]]:
     return {
         monitor: (incident, Open(state, downs, ups))
         for monitor, incident, state, downs, ups in conn.execute(
-            "SELECT monitor_id, id, state, down_checks, up_checks FROM incidents WHERE resolved_at_ms IS NULL"
+            "SELECT monitor_id, id, state, down_checks, up_checks FROM incidents WHERE resolved_at_ms IS NULL "
+            "AND kind = 'down'"
         )
     }
 
