@@ -37,6 +37,7 @@ class EventInfo:
     event_id: int
     # down, up, reminder, paused (auto-paused by housekeeping), partial (down from fewer of its
     # locations than its quorum: --notify-partial, once per episode)
+    kind: str
     created_at_ms: int
     monitor_name: str
     monitor_url: str

@@ -31,6 +31,7 @@ from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import (
     OPTIONS,
 )
+from monitor_tick.core.quorum import PLACE_COLUMNS
 from monitor_tick.core.redact import (
     REDACTED,
     header_lines,
@@ -196,6 +197,8 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
                 continue
             if key in ALERT_COLUMNS and value == ALERT_COLUMNS[key]:
                 continue
+            if key in PLACE_COLUMNS and value == PLACE_COLUMNS[key]:
+                continue
             if key in FLAGS:
                 value = bool(value) or None
             elif key == "paused":
@@ -214,7 +217,7 @@ def export_text(conn: store.Connection, now_ms: int) -> tuple[str, list[str]]:
                 )
             elif key in TICK_RESOLVED and isinstance(value, str):
                 value = _request_setting(key, value, row["name"], warnings)
-            elif isinstance(value, str) and key not in ("owner", "group_name"):
+            elif isinstance(value, str) and key not in ("owner", "group_name", "locations"):
                 where = f"monitors.{_key(row['name'])}.{key}"
                 value = secret(
                     f"monitors:{row['id']}:{key}", value, redact_text(value), where, "monitor", row["name"], key

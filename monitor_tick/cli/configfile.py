@@ -29,11 +29,12 @@ from monitor_tick.cli.configread import (
     table,
     wrong_type,
 )
-from monitor_tick.core import clock, schedule
+from monitor_tick.core import clock, quorum, schedule
 from monitor_tick.core.model import (
     OPTIONS,
     AlertSettings,
 )
+from monitor_tick.core.quorum import PLACE_COLUMNS
 from monitor_tick.core.redact import (
     redact_channel_url,
     redact_url,
@@ -137,6 +138,14 @@ def read_plan(conn: store.Connection, text: str, *, prune: bool, now_ms: int, al
     hosts = store.fleet_hosts(conn)
     for name, entry in file_monitors.items():
         desired, monitor = desired_monitor(name, entry)
+        several = desired["locations"] not in (None, quorum.ALL) and "," in desired["locations"]
+        if several and conn.engine == "sqlite":
+            raise FileError(
+                "a SQLite database has one host, so one location; use PostgreSQL for several",
+                "monitors",
+                name,
+                "locations",
+            )
         if name not in monitors or monitors[name]["url"] != desired["url"]:  # one kept at its URL stays
             refused = deferred.probes().fleet_refusal(monitor, hosts)
             if refused:
@@ -371,6 +380,7 @@ def _add_monitor(plan: Plan, desired: dict[str, Any], refs: dict[str, str]) -> C
         columns = dict(desired)
         owner, enabled, token = columns.pop("owner"), columns.pop("enabled"), columns.pop("token_sha256", None)
         alerts = AlertSettings(**{c: columns.pop(c) for c in ALERT_COLUMNS})
+        places = {c: columns.pop(c) for c in PLACE_COLUMNS}
         monitor = probes.draft_monitor(
             name=columns.pop("name"),
             url=columns.pop("url"),
@@ -383,7 +393,7 @@ def _add_monitor(plan: Plan, desired: dict[str, Any], refs: dict[str, str]) -> C
         if probes.PROBES[monitor.kind].pinged and token is None:
             new_token, token = probes.heartbeat.new_token()
             plan.tokens.append((monitor.name, new_token))
-        new = store.add_monitor(conn, monitor, owner, clock.now_ms(), alerts, token_sha256=token)
+        new = store.add_monitor(conn, monitor, owner, clock.now_ms(), alerts, token_sha256=token, places=places)
         if not enabled:
             store.set_paused(conn, str(new), True, clock.now_ms())
         for column, template in refs.items():

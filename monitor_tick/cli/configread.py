@@ -23,7 +23,7 @@ from typing import Any
 
 from monitor_tick import store
 from monitor_tick.cli import deferred
-from monitor_tick.core import clock
+from monitor_tick.core import clock, quorum
 from monitor_tick.core.model import (
     COMMON_SETTINGS,
     MAX_INTERVAL_SEC,
@@ -36,13 +36,14 @@ from monitor_tick.core.model import (
     check_typed_name,
     normal_name,
 )
+from monitor_tick.core.quorum import PLACE_COLUMNS
 
 HEADER = "# monitor-tick configuration: `monitor-tick apply FILE` makes a database match it.\n"
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 # a monitor's keys whose ${VAR} references the tick resolves (probes/request.py), not `apply`
 TICK_RESOLVED = ("headers", "basic_auth", "body")
 # a monitor's keys that the file spells true or false (0 and 1 in their columns)
-FLAGS = ("aligned", "private", "insecure")
+FLAGS = ("aligned", "private", "insecure", "notify_partial")
 ALERT_COLUMNS = {
     f: getattr(AlertSettings(), f) for f in ("alert_after_checks", "resolve_after_checks", "remind_every_sec")
 }
@@ -55,6 +56,7 @@ MONITOR_KEYS = (
     "group_name",
     *OPTIONS,
     *ALERT_COLUMNS,
+    *PLACE_COLUMNS,
     "owner",
     "paused",
     "token_sha256",
@@ -279,6 +281,7 @@ def desired_monitor(name: str, entry: dict[str, Any]) -> tuple[dict[str, Any], M
     desired.update(
         aligned=int(monitor.aligned), private=int(monitor.private), **{c: getattr(alerts, c) for c in ALERT_COLUMNS}
     )
+    desired.update(_places(name, entry, pinged=probes.PROBES[monitor.kind].pinged))
     paused = entry.get("paused", False)
     if not isinstance(paused, bool):
         raise FileError("paused must be true or false", "monitors", name, "paused")
@@ -295,6 +298,22 @@ def desired_monitor(name: str, entry: dict[str, Any]) -> tuple[dict[str, Any], M
         except ValueError:
             raise FileError("token_sha256 must be 64 hex digits", "monitors", name, "token_sha256") from None
     return desired, monitor
+
+
+def _places(name: str, entry: dict[str, Any], *, pinged: bool) -> dict[str, Any]:
+    """A monitor's locations, quorum and notify_partial as the file wants them (see quorum.py;
+    several locations on SQLite are refused by configfile, which knows the engine)."""
+    locations, k = entry.get("locations"), entry.get("quorum")
+    try:
+        if locations is not None:
+            locations = quorum.parse_locations(locations) if isinstance(locations, str) else wrong_type()
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
+            raise FileError("quorum must be a whole number", "monitors", name, "quorum")
+        quorum.check_places(locations, k, pinged=pinged, one_host=False)
+    except (quorum.LocationError, ValueError) as exc:
+        key = "quorum" if "quorum" in str(exc) and locations is not None else "locations"
+        raise FileError(str(exc).removeprefix("--locations: "), "monitors", name, key) from None
+    return {"locations": locations, "quorum": k, "notify_partial": int(entry.get("notify_partial", False))}
 
 
 def _key_named(message: str, entry: dict[str, Any]) -> list[str]:

@@ -30,8 +30,8 @@ from monitor_tick.cli.common import (
 )
 from monitor_tick.cli.monitors import add, given_options, interval_s, option_of
 from monitor_tick.core import clock
-from monitor_tick.core.quorum import PLACE_COLUMNS, PLACE_FLAGS
 from monitor_tick.core.model import OPTION_FLAGS, OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings
+from monitor_tick.core.quorum import PLACE_COLUMNS, PLACE_FLAGS
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
 
@@ -127,9 +127,7 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
         given_places = {name: parameters.get(name) for name in PLACE_COLUMNS}
         if given_places["notify_partial"] is False:  # --not-notify-partial
             given_places["notify_partial"] = 0
-        values.update(
-            places.place_columns(conn, {c: row[c] for c in PLACE_COLUMNS}, given_places, pinged=kind.pinged)
-        )
+        values.update(places.place_columns(conn, {c: row[c] for c in PLACE_COLUMNS}, given_places, pinged=kind.pinged))
         changed = {column: value for column, value in values.items() if row[column] != value}
         owner = parameters.get("owner")
         if owner is not None and owner != (row["owner"] or ""):

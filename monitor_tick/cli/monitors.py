@@ -28,8 +28,8 @@ from monitor_tick.cli.common import (
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
-from monitor_tick.core.quorum import PLACE_COLUMNS
 from monitor_tick.core.model import OPTIONS, AlertSettings, InvalidMonitor, check_alert_settings, monitor_state
+from monitor_tick.core.quorum import PLACE_COLUMNS
 from monitor_tick.core.redact import redact_settings
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
@@ -262,9 +262,7 @@ def add(
         if refused:
             fail(refused)
         given_places = {"locations": locations, "quorum": quorum, "notify_partial": notify_partial or None}
-        place = places.place_columns(
-            conn, PLACE_COLUMNS, given_places, pinged=probes.PROBES[monitor.kind].pinged
-        )
+        place = places.place_columns(conn, PLACE_COLUMNS, given_places, pinged=probes.PROBES[monitor.kind].pinged)
         new_id = store.add_monitor(
             conn,
             monitor,

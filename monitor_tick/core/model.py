@@ -163,10 +163,11 @@ class Pings:
 
 def monitor_state(row: Mapping[str, Any]) -> str:
     """A monitor's state from its current-state columns (enabled, auto_paused, invalid_cause,
-    in_maintenance, down_since_ms, partial_since_ms, last_check_ms): paused, auto-paused, invalid (the newest tick
-    that had it due could not probe it: its stored finding, store.record_invalid), maintenance,
-    down, partial (down from fewer of its locations than its quorum), new (never checked) or up. Never judged here from the settings: whether a monitor can
-    be probed depends on the tick's environment and host, not the reader's."""
+    in_maintenance, down_since_ms, partial_since_ms, last_check_ms): paused, auto-paused, invalid
+    (the newest tick that had it due could not probe it: its stored finding,
+    store.record_invalid), maintenance, down, partial (down from fewer of its locations than its
+    quorum), new (never checked) or up. Never judged here from the settings: whether a monitor
+    can be probed depends on the tick's environment and host, not the reader's."""
     if not row["enabled"]:
         return "paused"
     if row["auto_paused"]:

@@ -36,6 +36,7 @@ module is its own.
 
 from typing import Any
 
+from monitor_tick.store import locations
 from monitor_tick.store.accounts import (
     add_maintenance,
     add_maintenance_schedule,
@@ -79,7 +80,6 @@ from monitor_tick.store.engine import (
     read_db,
     set_busy_timeout,
 )
-from monitor_tick.store import locations
 from monitor_tick.store.invalid import record_invalid
 from monitor_tick.store.ledger import (
     BUCKETS,

@@ -18,67 +18,17 @@ from monitor_tick.core import quorum
 from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms
 from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Open, Transition
 from monitor_tick.core.model import AlertSettings, CheckResult
-from monitor_tick.store.db import dicts, one, statement, write_tx
+from monitor_tick.store.db import dicts, one, write_tx
 from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import Claim
+from monitor_tick.store.locationsql import LOCATION_BUCKETS, sql
 from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
 
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 
-LOCATION_BUCKETS = 16  # a monitor with locations falls in bucket id % 16 of each of its locations
 CLOSE_AFTER_MS = 2 * MS_PER_MINUTE  # a minute closes this long after its first write (server clock)
 CHECKS_KEPT_MINUTES = 10  # closed minutes' checks and verdicts are deleted after this
-
-# The database server's clock where it decides (leases, liveness, closing): `{now}` is the
-# tick's reading on SQLite (one host) and the server's on PostgreSQL (postgres.STATEMENTS).
-_CLAIM = """
-WITH RECURSIVE b(bucket) AS (SELECT 0 UNION ALL SELECT bucket + 1 FROM b WHERE bucket < {buckets} - 1),
-free(bucket, n) AS (
-  SELECT bucket, row_number() OVER (ORDER BY (bucket + :offset) % {buckets}) FROM b
-   WHERE NOT EXISTS (SELECT 1 FROM location_claims c WHERE c.minute = :minute AND c.location = :location
-                      AND c.bucket = b.bucket AND (c.finished_at_ms IS NOT NULL OR c.lease_until_ms > {now}))
-),
-size(free) AS (SELECT count(*) FROM free)
-INSERT INTO location_claims (minute, location, bucket, host, token, claimed_at_ms, lease_until_ms)
-SELECT :minute, :location, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
- WHERE free.n <= CASE WHEN :all = 1 THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
-ON CONFLICT (minute, location, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
-  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms
- WHERE location_claims.finished_at_ms IS NULL AND location_claims.lease_until_ms <= {now}
-RETURNING bucket
-"""
-_SEEN = """
-INSERT INTO fleet_hosts (host, location, last_minute, seen_at_ms) VALUES (:host, :location, :minute, {now})
-ON CONFLICT (host) DO UPDATE SET location = excluded.location, seen_at_ms = excluded.seen_at_ms,
-  last_minute = CASE WHEN excluded.last_minute > fleet_hosts.last_minute
-                     THEN excluded.last_minute ELSE fleet_hosts.last_minute END
-"""
-_NOW = "SELECT {now}"
-_LOCK_MONITOR = (
-    "SELECT locations, quorum, notify_partial, alert_after_checks, resolve_after_checks, remind_every_sec "
-    "FROM monitors WHERE id = ?{lock}"
-)
-
-
-def postgres_statements(server_now: str) -> dict[str, str]:
-    """This module's statements as PostgreSQL runs them: the server's clock, the row lock."""
-    return {
-        "location_claim": _CLAIM.format(now=server_now, buckets=LOCATION_BUCKETS),
-        "location_seen": _SEEN.format(now=server_now),
-        "location_now": _NOW.format(now=server_now),
-        "location_lock": _LOCK_MONITOR.format(lock=" FOR UPDATE"),
-    }
-
-
-def _sql(conn: Connection, name: str) -> str:
-    sqlite = {
-        "location_claim": _CLAIM.format(now=":now_ms", buckets=LOCATION_BUCKETS),
-        "location_seen": _SEEN.format(now=":now_ms"),
-        "location_now": _NOW.format(now=":now_ms"),
-        "location_lock": _LOCK_MONITOR.format(lock=""),  # SQLite has one writer at a time
-    }
-    return statement(conn, name, sqlite[name])
 
 
 @dataclass(frozen=True)
@@ -104,7 +54,9 @@ def checked_here(stored: str | None, location: str) -> bool:
 def host_seen(conn: Connection, host: str, location: str, minute: int, now_ms: int) -> None:
     """Record that `host` of `location` ticks `minute` (`monitor-tick locations`, liveness)."""
     with write_tx(conn):
-        conn.execute(_sql(conn, "location_seen"), {"host": host, "location": location, "minute": minute, "now_ms": now_ms})
+        conn.execute(
+            sql(conn, "location_seen"), {"host": host, "location": location, "minute": minute, "now_ms": now_ms}
+        )
 
 
 def host_network(conn: Connection, host: str, *, lost: bool) -> None:
@@ -128,7 +80,7 @@ def claim(
     """As ledger.claim_buckets, for `location`'s share of `minute`: only its hosts call it."""
     with write_tx(conn):
         rows = conn.execute(
-            _sql(conn, "location_claim"),
+            sql(conn, "location_claim"),
             {
                 "minute": minute,
                 "location": location,
@@ -153,7 +105,9 @@ def join(conn: Connection, minute: int) -> Claim | None:
     row = conn.execute("SELECT covered_by, missed FROM ticks WHERE minute = ?", (minute,)).fetchone()
     if row is None or row[0] is not None or row[1]:
         return None
-    covered = [int(m) for (m,) in conn.execute("SELECT minute FROM ticks WHERE covered_by = ? ORDER BY minute", (minute,))]
+    covered = [
+        int(m) for (m,) in conn.execute("SELECT minute FROM ticks WHERE covered_by = ? ORDER BY minute", (minute,))
+    ]
     return Claim(minute, covered, 0, joined=True)
 
 
@@ -196,8 +150,14 @@ def write_checks(
             inserted = conn.execute(
                 "INSERT INTO location_checks (monitor_id, minute, location, up, cause, latency_ms) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (monitor_id, minute, location) DO NOTHING",
-                (monitor, minute, buckets.location, is_up if decided else None, cause,
-                 result.latency_ms if result is not None and is_up else None),
+                (
+                    monitor,
+                    minute,
+                    buckets.location,
+                    is_up if decided else None,
+                    cause,
+                    result.latency_ms if result is not None and is_up else None,
+                ),
             ).rowcount
             if not inserted:
                 continue
@@ -216,10 +176,11 @@ def write_checks(
                 (monitor, hour_start_ms(at_ms), buckets.location, 0 if is_up else 1, latency or 0),
             )
         conn.executemany(
-            "UPDATE location_claims SET finished_at_ms = ? WHERE minute = ? AND location = ? AND bucket = ? AND token = ?",
+            "UPDATE location_claims SET finished_at_ms = ? "
+            "WHERE minute = ? AND location = ? AND bucket = ? AND token = ?",
             [(finished_at_ms, minute, buckets.location, bucket, buckets.token) for bucket in sorted(held)],
         )
-        server_now = one(conn, _sql(conn, "location_now"), {"now_ms": at_ms})
+        server_now = one(conn, sql(conn, "location_now"), {"now_ms": at_ms})
         opened: list[int] = []
         resolved: list[int] = []
         confirmed: list[int] = []
@@ -240,7 +201,7 @@ def close_minutes(conn: Connection, tick_minute: int, now_ms: int) -> WriteSumma
     resolved: list[int] = []
     confirmed: list[int] = []
     with write_tx(conn):
-        server_now = one(conn, _sql(conn, "location_now"), {"now_ms": now_ms})
+        server_now = one(conn, sql(conn, "location_now"), {"now_ms": now_ms})
         for monitor, minute in conn.execute(
             "SELECT monitor_id, minute FROM quorum_minutes WHERE closed = 0 ORDER BY minute, monitor_id"
         ).fetchall():
@@ -279,7 +240,7 @@ def _decide(
 ) -> None:
     """Decide `monitor`'s `minute` again from its checks that are in, under a lock of its row:
     count its verdict once, step its incident or partial episode."""
-    row = conn.execute(_sql(conn, "location_lock"), (monitor,)).fetchone()
+    row = conn.execute(sql(conn, "location_lock"), (monitor,)).fetchone()
     state = conn.execute(
         "SELECT verdict, closed, first_write_ms FROM quorum_minutes WHERE monitor_id = ? AND minute = ?",
         (monitor, minute),
@@ -302,11 +263,7 @@ def _decide(
         str(loc)
         for (loc,) in conn.execute("SELECT DISTINCT location FROM fleet_hosts WHERE last_minute >= ?", (minute - 1,))
     } & set(names)
-    closed = (
-        expected <= checks.keys()
-        or server_now_ms >= int(state[2]) + CLOSE_AFTER_MS
-        or tick_minute >= minute + 3
-    )
+    closed = expected <= checks.keys() or server_now_ms >= int(state[2]) + CLOSE_AFTER_MS or tick_minute >= minute + 3
     decision = quorum.decide(names, quorum.quorum_of(len(names), k_set), checks, closed=closed)
     if state[0] is None and decision.verdict is not None:
         latencies = [
@@ -372,7 +329,8 @@ def _step(
             confirmed.append(monitor)
             # the alert names the places as they are when it is sent
             conn.execute(
-                "UPDATE incidents SET cause = ? WHERE monitor_id = ? AND resolved_at_ms IS NULL", (decision.text, monitor)
+                "UPDATE incidents SET cause = ? WHERE monitor_id = ? AND resolved_at_ms IS NULL",
+                (decision.text, monitor),
             )
         return
     if outage is not None:
@@ -429,9 +387,7 @@ class Location:
 def list_locations(conn: Connection) -> list[Location]:
     """Each location with its hosts: the newest minute each ticked and its canary state."""
     found: dict[str, list[dict[str, Any]]] = {}
-    for row in dicts(
-        conn, "SELECT location, host, last_minute, network_lost FROM fleet_hosts ORDER BY location, host"
-    ):
+    for row in dicts(conn, "SELECT location, host, last_minute, network_lost FROM fleet_hosts ORDER BY location, host"):
         found.setdefault(row.pop("location"), []).append(row)
     return [Location(name, hosts) for name, hosts in found.items()]
 

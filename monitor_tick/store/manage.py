@@ -79,7 +79,9 @@ def add_monitor(
                 raise StoreError(f"a monitor named {monitor.name!r} exists; choose another with --name")
             name = f"{monitor.name} ({n})"
         owner = owner_id(conn, owner_name) if owner_name else None
-        return insert_monitor(conn, replace(monitor, name=name), owner, created_at_ms, alerts, token_sha256, places=places)
+        return insert_monitor(
+            conn, replace(monitor, name=name), owner, created_at_ms, alerts, token_sha256, places=places
+        )
 
 
 def insert_monitor(

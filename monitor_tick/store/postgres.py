@@ -21,7 +21,7 @@ from monitor_tick.core.redact import redact_url
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, script_statements
 from monitor_tick.store.due import due_ids_sql, due_rows_sql, select_due_sql
 from monitor_tick.store.ledger import BUCKETS, claim_buckets_sql
-from monitor_tick.store.locations import postgres_statements as location_statements
+from monitor_tick.store.locationsql import postgres_statements as location_statements
 from monitor_tick.store.sqlite import DEFAULT_BUSY_TIMEOUT_S, SCHEMA_VERSION, check_version
 
 _T = TypeVar("_T")

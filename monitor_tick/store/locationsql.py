@@ -1,0 +1,65 @@
+"""The statements of store/locations.py whose text differs by engine: where the database
+server's clock decides (leases, liveness, closing) and the lock of a monitor's row. A module of
+its own, below the PostgreSQL engine, which registers them (postgres.STATEMENTS)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from monitor_tick.store.db import statement
+
+if TYPE_CHECKING:
+    from monitor_tick.store.db import Connection
+
+LOCATION_BUCKETS = 16  # a monitor with locations falls in bucket id % 16 of each of its locations
+
+# The database server's clock where it decides (leases, liveness, closing): `{now}` is the
+# tick's reading on SQLite (one host) and the server's on PostgreSQL (postgres.STATEMENTS).
+_CLAIM = """
+WITH RECURSIVE b(bucket) AS (SELECT 0 UNION ALL SELECT bucket + 1 FROM b WHERE bucket < {buckets} - 1),
+free(bucket, n) AS (
+  SELECT bucket, row_number() OVER (ORDER BY (bucket + :offset) % {buckets}) FROM b
+   WHERE NOT EXISTS (SELECT 1 FROM location_claims c WHERE c.minute = :minute AND c.location = :location
+                      AND c.bucket = b.bucket AND (c.finished_at_ms IS NOT NULL OR c.lease_until_ms > {now}))
+),
+size(free) AS (SELECT count(*) FROM free)
+INSERT INTO location_claims (minute, location, bucket, host, token, claimed_at_ms, lease_until_ms)
+SELECT :minute, :location, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
+ WHERE free.n <= CASE WHEN :all = 1 THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
+ON CONFLICT (minute, location, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
+  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms
+ WHERE location_claims.finished_at_ms IS NULL AND location_claims.lease_until_ms <= {now}
+RETURNING bucket
+"""
+_SEEN = """
+INSERT INTO fleet_hosts (host, location, last_minute, seen_at_ms) VALUES (:host, :location, :minute, {now})
+ON CONFLICT (host) DO UPDATE SET location = excluded.location, seen_at_ms = excluded.seen_at_ms,
+  last_minute = CASE WHEN excluded.last_minute > fleet_hosts.last_minute
+                     THEN excluded.last_minute ELSE fleet_hosts.last_minute END
+"""
+_NOW = "SELECT {now}"
+_LOCK_MONITOR = (
+    "SELECT locations, quorum, notify_partial, alert_after_checks, resolve_after_checks, remind_every_sec "
+    "FROM monitors WHERE id = ?{lock}"
+)
+
+
+def postgres_statements(server_now: str) -> dict[str, str]:
+    """This module's statements as PostgreSQL runs them: the server's clock, the row lock."""
+    return {
+        "location_claim": _CLAIM.format(now=server_now, buckets=LOCATION_BUCKETS),
+        "location_seen": _SEEN.format(now=server_now),
+        "location_now": _NOW.format(now=server_now),
+        "location_lock": _LOCK_MONITOR.format(lock=" FOR UPDATE"),
+    }
+
+
+def sql(conn: Connection, name: str) -> str:
+    """The statement `name` as the connection's engine runs it."""
+    sqlite = {
+        "location_claim": _CLAIM.format(now=":now_ms", buckets=LOCATION_BUCKETS),
+        "location_seen": _SEEN.format(now=":now_ms"),
+        "location_now": _NOW.format(now=":now_ms"),
+        "location_lock": _LOCK_MONITOR.format(lock=""),  # SQLite has one writer at a time
+    }
+    return statement(conn, name, sqlite[name])
