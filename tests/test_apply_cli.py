@@ -16,6 +16,7 @@ from monitor_tick.cli import configexport
 from monitor_tick.core import clock
 from monitor_tick.probes.heartbeat import new_token
 from tests.commands import MONITOR_TICK, created_or_nothing
+from tests.postgres import Server
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer, ca_pem_path
 
@@ -549,3 +550,34 @@ def test_a_url_holding_references_is_stored_with_them_for_each_tick_to_resolve(t
         "monitor-tick: monitor db: ${MT_TEST_DB_PW} is not set here; the tick reads it from its own environment "
         "(set it there, e.g. in the crontab), or it cannot probe this monitor\n"
     )
+
+
+def test_locations_and_a_quorum_round_trip_through_export_and_apply(pg_server: Server, tmp_path: Path) -> None:
+    first = pg_server.fresh_database()
+    added = cli(first, "add", "http://127.0.0.1:9/api", "--name", "api", "--locations", "us,eu,home", "--quorum", "3")
+    assert added.returncode == 0
+    # a location no host has used yet is accepted, with a warning
+    assert added.stderr == "".join(
+        f"monitor-tick: warning: no host has ticked from location {name!r} yet\n" for name in ("eu", "home", "us")
+    )
+    ok(first, "add", "http://127.0.0.1:9/all", "--name", "everywhere", "--locations", "all", "--notify-partial")
+    exported = ok(first, "export")
+    assert (
+        '[monitors.api]\nurl = "http://127.0.0.1:9/api"\ninterval_sec = 300\nlocations = "eu,home,us"\nquorum = 3\n'
+        in (exported)
+    )
+    assert 'locations = "all"\nnotify_partial = true\n' in exported
+    file = tmp_path / "monitors.toml"
+    file.write_text(exported, encoding="utf-8")
+    second = pg_server.fresh_database()
+    assert cli(second, "apply", str(file)).returncode == 0
+    assert ok(second, "export") == exported
+    listed = {m["name"]: m for m in json.loads(ok(second, "list", "--json"))}
+    assert (listed["api"]["locations"], listed["api"]["quorum"]) == ("eu,home,us", 3)
+    # several locations cannot go into a SQLite file, whose one host is one location
+    one = str(tmp_path / "one.db")
+    refused = cli(one, "apply", str(file))
+    assert refused.returncode != 0 and "a SQLite database has one host, so one location" in refused.stderr
+    file.write_text(exported.replace("quorum = 3", "quorum = 4"), encoding="utf-8")
+    done = cli(second, "apply", str(file))
+    assert done.returncode != 0 and "quorum 4 is more than the 3 locations named" in done.stderr

@@ -380,3 +380,34 @@ def test_edit_and_show_take_every_request_option_and_never_print_a_secret(tmp_pa
     dns = ok(db, "add", "dns://example.org?type=A&server=127.0.0.1:9", "--name", "dns").strip()
     assert ok(db, "edit", dns, "--max-latency", "2s") == f"monitor {dns} (dns): --max-latency none -> 2000ms\n"
     assert cli(db, "edit", dns, "--header", "X: y").stderr == "monitor-tick: --header does not apply to dns monitors\n"
+
+
+def test_on_sqlite_several_locations_are_refused_in_one_line_and_one_is_a_label(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    ok(db, "add", "http://127.0.0.1:9/a", "--name", "a")
+    refused = cli(db, "add", "http://127.0.0.1:9/b", "--locations", "eu,home")
+    assert (refused.returncode, refused.stdout) == (2, "")
+    assert refused.stderr == (
+        "monitor-tick: --locations: a SQLite database has one host, so one location; use PostgreSQL for several\n"
+    )
+    assert cli(db, "edit", "a", "--locations", "eu,home").returncode == 2
+    for args, said in [
+        (("--locations", "home", "--quorum", "2"), "monitor-tick: --quorum 2 is more than the 1 locations named\n"),
+        (("--quorum", "1"), "monitor-tick: --quorum needs --locations\n"),
+        (("--locations", "Home"), "monitor-tick: location 'Home' is not 1-32 characters of a-z, 0-9 and '-'\n"),
+    ]:
+        done = cli(db, "edit", "a", *args)
+        assert (done.returncode, done.stderr) == (2, said), args
+    beat = cli(db, "add", "heartbeat", "--every", "1h", "--locations", "home")
+    assert beat.returncode == 2 and "a heartbeat is pushed to us" in beat.stderr
+    assert ok(db, "edit", "a", "--locations", "home", "--notify-partial") == (
+        "monitor 1 (a): --locations none -> home, --notify-partial no -> yes\n"
+    )
+    (row,) = json.loads(ok(db, "list", "--json"))
+    assert (row["locations"], row["quorum"], row["notify_partial"]) == ("home", None, 1)
+    tick = cli(db, "--location", "Home Server")
+    assert tick.returncode == 2
+    assert (
+        tick.stderr == "monitor-tick: --location: location 'Home Server' is not 1-32 characters of a-z, 0-9 and '-'\n"
+    )
+    assert ok(db, "edit", "a", "--locations", "") == "monitor 1 (a): --locations home -> none\n"

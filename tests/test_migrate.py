@@ -66,6 +66,12 @@ def _fill(db: str) -> tuple[int, str]:
         store.set_env_ref(conn, "settings:network_canary_url", "${CANARY_URL}", "http://127.0.0.1:9/canary")
         store.set_setting(conn, store.CANARY_SETTING, "http://127.0.0.1:9/canary")
         store.record_invalid(conn, {beat: "cannot be probed here: a test"}, at_ms=T0_MS, host="cron-a", say=True)
+        store.locations.host_seen(conn, "cron-a", "home", MINUTE, T0_MS)  # one location: SQLite can hold it
+        conn.execute(
+            "INSERT INTO location_rollups (monitor_id, hour_start_ms, location, checks, failures, latency_ms_sum) "
+            "VALUES (?, ?, 'home', 2, 0, 24)",
+            (web, clock.hour_start_ms(T0_MS)),
+        )
         for minute in (MINUTE, MINUTE + 1):
             at_ms = clock.minute_start_ms(minute)
             store.claim_minute(conn, minute, at_ms, force=False)
@@ -101,6 +107,25 @@ def test_a_sqlite_file_moves_to_postgresql_and_back_with_every_row_and_id(pg_ser
     finally:
         conn.close()
     assert run("ping", "nightly", "--db", url).returncode == 0
+
+
+def test_migrate_refuses_to_put_a_fleet_of_several_locations_into_sqlite(pg_server: Server, tmp_path: Path) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url)
+    try:
+        store.locations.host_seen(conn, "vps", "eu", MINUTE, T0_MS)
+        store.locations.host_seen(conn, "nas", "home", MINUTE, T0_MS)
+    finally:
+        conn.close()
+    done = run("migrate", url, str(tmp_path / "one.db"))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        "monitor-tick: migrate: the source checks monitors from several locations; a SQLite file has one host, "
+        "so one location (keep PostgreSQL, or give those monitors one location first)\n"
+    )
+    assert not (tmp_path / "one.db").exists() or store.read_db(
+        str(tmp_path / "one.db"), lambda c: c.execute("SELECT count(*) FROM monitors").fetchone()[0] == 0
+    )
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])

@@ -194,7 +194,7 @@ def setting_text(column: str, value: Any) -> str:
         return "none"
     if column in REDACTED_SETTINGS:
         return shown_text(str(redact_settings({column: value})[column]))
-    if column in ("aligned", "private", "insecure"):
+    if column in ("aligned", "private", "insecure", "notify_partial"):
         return "yes" if value else "no"
     if column.endswith("_sec") or column == "timeout_s":
         return clock.format_duration_s(float(value))

@@ -60,7 +60,18 @@ def _detail(ref: str, db: str, now_ms: int) -> dict[str, Any]:
         delivery["channel_url"] = redact_channel_url(delivery["channel_url"])
         if delivery["last_error"]:
             delivery["last_error"] = redact_text(delivery["last_error"])
-    return {"monitor": monitor, "hours": hours, "incidents": found["incidents"], "deliveries": found["deliveries"]}
+    places = []
+    for place in found["locations"]:
+        answered = place["checks"] - place["failures"]
+        place["latency_ms_avg"] = round(place["latency_ms_sum"] / answered) if answered else None
+        places.append(place)
+    return {
+        "monitor": monitor,
+        "hours": hours,
+        "incidents": found["incidents"],
+        "deliveries": found["deliveries"],
+        "locations": places,
+    }
 
 
 def _settings_lines(monitor: dict[str, Any]) -> list[str]:
@@ -79,7 +90,13 @@ def _settings_lines(monitor: dict[str, Any]) -> list[str]:
         f"{flag} {setting_text(option, monitor[option])}" for option, flag in OPTION_FLAGS.items() if option in monitor
     ]
     alerts = [f"{flag} {setting_text(column, monitor[column])}" for column, flag in ALERT_FLAGS.items()]
-    return [*lines, f"  options    {', '.join(options) or 'none'}", f"  alerts     {', '.join(alerts)}"]
+    if monitor["notify_partial"]:
+        alerts.append("--notify-partial")
+    lines += [f"  options    {', '.join(options) or 'none'}", f"  alerts     {', '.join(alerts)}"]
+    if monitor["locations"] is not None:
+        k = "a majority" if monitor["quorum"] is None else str(monitor["quorum"])
+        lines.append(f"  locations  {monitor['locations']}, quorum {k}")
+    return lines
 
 
 def _when(ms: int | None) -> str:
@@ -114,12 +131,19 @@ def show(
     for hour in detail["hours"]:
         failed = f"  {hour['failures']} failed" if hour["failures"] else ""
         lines.append(f"  {clock.iso_from_ms(hour['hour_start_ms'])[11:16]}  {hour['checks']:>4} checks{failed}")
+    if detail["locations"]:
+        lines.append(f"last {HOURS} hours per location (checks/failures, average latency of the up checks)")
+        for place in detail["locations"]:
+            latency = "-" if place["latency_ms_avg"] is None else f"{place['latency_ms_avg']}ms"
+            figures = f"{place['checks']:>4} checks  {place['failures']} failed  {latency}"
+            lines.append(f"  {place['location']:<12} {figures}")
     lines.append(f"incidents ({len(detail['incidents'])})")
     for incident in detail["incidents"]:
         ongoing = " (open)" if incident["resolved_at_ms"] is None else ""
+        partial = "partial " if incident["kind"] == "partial" else ""  # a partial episode: down from some locations
         lines.append(
             f"  {_when(incident['started_at_ms'])}  for {clock.format_duration_ms(incident['duration_ms'])}{ongoing}"
-            f"  {incident['state']}  {incident['cause']}"
+            f"  {partial}{incident['state']}  {incident['cause']}"
         )
     lines.append(f"alert deliveries ({len(detail['deliveries'])})")
     for delivery in detail["deliveries"]:

@@ -188,7 +188,7 @@ def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = Fal
         emit_json(rows)
         return
     if not rows:
-        typer.echo("no host has ticked yet")
+        typer.echo("no host has ticked on a shared database yet (on SQLite there is one host, so one location)")
         return
     width = max(16, *(len(shown_name(h["host"])) for r in rows for h in r["hosts"]))
     line = f"{{:<32}}  {{:<{width}}} {{:<{len(clock.display_from_ms(0))}}}  {{}}".format

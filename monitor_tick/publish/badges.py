@@ -14,6 +14,7 @@ LABEL_COLOR = "#555"
 COLORS = {
     "up": "#4c1",
     "down": "#e05d44",
+    "partial": "#dfb317",
     "maintenance": "#007ec6",
     "ok": "#4c1",
     "minor": "#dfb317",

@@ -19,7 +19,7 @@ from monitor_tick.core.redact import redact_text
 from monitor_tick.publish.atomic import write_text_atomic
 
 MISSED_WINDOW_MS = clock.MS_PER_DAY
-STATES = ("up", "down", "new", "maintenance", "paused", "auto-paused", "invalid")
+STATES = ("up", "down", "partial", "new", "maintenance", "paused", "auto-paused", "invalid")
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,16 @@ def collect(conn: sqlite3.Connection, tick: TickFacts) -> str:
     first = store.first_tick_minute(conn)
     since = max(clock.minute_of_ms(tick.now_ms - MISSED_WINDOW_MS), now_minute if first is None else first)
     missed = sum(end - start for start, end in store.tick_gaps(conn, since, now_minute))
-    return render(rows, tick, missed)
+    return render(rows, tick, missed, store.locations.location_up(conn))
 
 
-def render(rows: list[dict], tick: TickFacts, missed_ticks: int) -> str:
-    """Pure: monitor rows (store.status_monitors) and the tick's facts -> exposition text."""
+def render(
+    rows: list[dict], tick: TickFacts, missed_ticks: int, places: list[tuple[int, str, bool]] | None = None
+) -> str:
+    """Pure: monitor rows (store.status_monitors), the tick's facts and each location's newest
+    decided check of the monitors with locations (store.locations.location_up) -> exposition text."""
     up, latency, last_check, invalid = [], [], [], []
+    names = {int(row["id"]): redact_text(row["name"]) for row in rows}
     states: Counter[str] = Counter()
     for row in rows:
         state = monitor_state(row)
@@ -56,14 +60,31 @@ def render(rows: list[dict], tick: TickFacts, missed_ticks: int) -> str:
             last_check.append((labels, clock.ms_to_s(row["last_check_ms"])))
         if state == "invalid":
             invalid.append((labels, 1))
-        if state not in ("up", "down"):
+        if state not in ("up", "down", "partial"):
             continue  # paused, in maintenance or never checked: no current up/down to report
-        up.append((labels, 1 if state == "up" else 0))
+        up.append((labels, 0 if state == "down" else 1))  # by the quorum: partial is not down
         answered = (row["hour_checks"] or 0) - (row["hour_failures"] or 0)
         if answered > 0:
             latency.append((labels, round(clock.ms_to_s(row["hour_latency_ms_sum"] / answered), 6)))
     out: list[str] = []
-    _family(out, "monitor_tick_up", "1 if the monitor's current state is up, 0 if down (monitors being checked).", up)
+    _family(
+        out,
+        "monitor_tick_up",
+        "1 if the monitor's current state is up (or partial: down from fewer of its locations than its "
+        "quorum), 0 if down (monitors being checked).",
+        up,
+    )
+    _family(
+        out,
+        "monitor_tick_location_up",
+        "1 if the location's newest check of the monitor was up, 0 if down (monitors with --locations; "
+        "monitor_tick_up is the quorum's verdict).",
+        [
+            ({"id": str(monitor), "monitor": names[monitor], "location": location}, 1 if is_up else 0)
+            for monitor, location, is_up in places or []
+            if monitor in names
+        ],
+    )
     _family(
         out,
         "monitor_tick_latency_seconds",

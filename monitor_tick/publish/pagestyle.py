@@ -17,6 +17,7 @@ h1{font-size:22px;margin:0 0 14px;overflow-wrap:anywhere}
 .overall{display:flex;align-items:center;gap:12px;padding:16px 18px;border-radius:10px;margin-bottom:8px;
 border:1px solid var(--line)}
 .overall.st-up{background:var(--ok-bg)}.overall.st-down{background:var(--bad-bg)}
+.overall.st-partial{background:var(--warn-bg)}
 .overall.st-none{background:var(--none-bg)}
 .overall strong{font-size:18px}
 .overall .counts{color:var(--muted);font-size:14px}
@@ -24,6 +25,7 @@ border:1px solid var(--line)}
 .warn{background:var(--warn-bg);border:1px solid var(--line);border-radius:8px;padding:8px 12px;font-size:14px}
 .dot{flex:none;width:14px;height:14px;border-radius:50%;background:var(--none)}
 .st-up .dot,.dot.st-up{background:var(--ok)}.st-down .dot,.dot.st-down{background:var(--bad)}
+.st-partial .dot,.dot.st-partial{background:var(--minor)}
 .dot.st-maintenance{background:var(--maint)}
 .monitor{background:var(--card);border:1px solid var(--line);border-radius:10px;padding:16px 18px;margin:0 0 14px}
 .head{display:flex;align-items:center;gap:10px}
@@ -32,6 +34,7 @@ h2.group{font-size:18px;margin:26px 0 10px;overflow-wrap:anywhere}
 .state{font-size:13px;font-weight:600;padding:2px 10px;border-radius:999px;background:var(--none-bg);
 color:var(--muted);white-space:nowrap}
 .state.st-up{background:var(--ok-bg);color:var(--ok)}.state.st-down{background:var(--bad-bg);color:var(--bad)}
+.state.st-partial{background:var(--warn-bg);color:var(--minor)}
 .state.st-maintenance{color:var(--maint)}
 .figures{display:grid;grid-template-columns:repeat(5,minmax(0,1fr));gap:8px;margin:14px 0 12px}
 .figures div{min-width:0}

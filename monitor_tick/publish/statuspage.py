@@ -209,15 +209,20 @@ def _day_bar(day: int, totals: Totals, created_at_ms: int, until_ms: int, gaps: 
 
 
 def overall(status: Status) -> tuple[str, str]:
-    """(state, headline) for the top of the page: state is 'up', 'down' or 'none'."""
-    checked = [m for m in status.monitors if m.state in ("up", "down")]
+    """(state, headline) for the top of the page: state is 'up', 'down', 'partial' or 'none'."""
+    checked = [m for m in status.monitors if m.state in ("up", "down", "partial")]
     down = [m for m in checked if m.state == "down"]
+    partial = [m for m in checked if m.state == "partial"]
     if not status.monitors:
         return "none", "No monitors yet"
     if down:
         if len(checked) == 1:
             return "down", "The monitor is down"
         return "down", f"{len(down)} of {len(checked)} monitors down"
+    if partial:  # down from some of their locations, fewer than their quorum
+        if len(checked) == 1:
+            return "partial", "The monitor is down from some locations"
+        return "partial", f"{len(partial)} of {len(checked)} monitors down from some locations"
     if not checked:
         return "none", "No monitor is being checked"
     return "up", "All systems operational" if len(checked) > 1 else "The monitor is up"
@@ -226,6 +231,7 @@ def overall(status: Status) -> tuple[str, str]:
 STATE_WORDS = {
     "up": "Up",
     "down": "Down",
+    "partial": "Partial outage",  # down from fewer of its locations than its quorum
     "paused": "Paused",
     "auto-paused": "Auto-paused",
     "maintenance": "Maintenance",

@@ -34,6 +34,8 @@ TABLES = (
     "pings",
     "invalid_monitors",
     "invalid_reports",
+    "fleet_hosts",
+    "location_rollups",
 )
 # Tables whose `id` a new row takes from the engine (PostgreSQL's identity sequences are set past
 # the copied ids; SQLite takes max(id) + 1 by itself)
@@ -82,6 +84,11 @@ def _copy(reader: Any, writer: Any, after_table: Callable[[str], None] | None) -
             if durable is not None:
                 writer.execute(durable)
             _refuse_non_empty(writer)
+            if writer.engine == "sqlite" and _several_locations(reader):
+                raise StoreError(
+                    "migrate: the source checks monitors from several locations; a SQLite file has one host, "
+                    "so one location (keep PostgreSQL, or give those monitors one location first)"
+                )
             writer.execute("DELETE FROM plans")  # a new database's default plan: the source's replaces it
             for table in TABLES:
                 counts[table] = _copy_table(reader, writer, table)
@@ -111,6 +118,12 @@ def _vacuum_and_analyze(writer: Any) -> None:
         statement = writer.statements.get(name)
         if statement is not None:
             writer.execute(statement)
+
+
+def _several_locations(reader: Any) -> bool:
+    """Whether the source's hosts tick from several locations, or a monitor names several."""
+    places = one(reader, "SELECT count(DISTINCT location) FROM fleet_hosts", ())
+    return bool(places > 1 or one(reader, "SELECT count(*) FROM monitors WHERE locations LIKE ?", ("%,%",)))
 
 
 def _refuse_non_empty(writer: Any) -> None:

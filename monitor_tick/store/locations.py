@@ -395,3 +395,14 @@ def list_locations(conn: Connection) -> list[Location]:
 def locations_used(conn: Connection) -> set[str]:
     """Every location a host has ticked from (ever)."""
     return {str(row[0]) for row in conn.execute("SELECT DISTINCT location FROM fleet_hosts")}
+
+
+def location_up(conn: Connection) -> list[tuple[int, str, bool]]:
+    """(monitor, location, up) of each location's newest decided check of each monitor with
+    locations, while its checks are kept (CHECKS_KEPT_MINUTES): the metrics' location_up."""
+    rows = conn.execute(
+        "SELECT c.monitor_id, c.location, c.up FROM location_checks c WHERE c.up IS NOT NULL AND c.minute = "
+        "(SELECT max(n.minute) FROM location_checks n WHERE n.monitor_id = c.monitor_id "
+        "AND n.location = c.location AND n.up IS NOT NULL) ORDER BY c.monitor_id, c.location"
+    )
+    return [(int(monitor), str(location), bool(up)) for monitor, location, up in rows]

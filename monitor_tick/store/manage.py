@@ -324,7 +324,7 @@ def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> di
     )
     incidents = dicts(
         conn,
-        "SELECT id, started_at_ms, resolved_at_ms, cause, http_status, state, confirmed_at_ms"
+        "SELECT id, kind, started_at_ms, resolved_at_ms, cause, http_status, state, confirmed_at_ms"
         " FROM incidents WHERE monitor_id = ? ORDER BY started_at_ms DESC, id DESC",
         (found,),
     )
@@ -337,4 +337,17 @@ def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> di
         " WHERE i.monitor_id = ? ORDER BY e.created_at_ms DESC, e.id DESC, d.channel_id",
         (found,),
     )
-    return {"monitor": {**settings, **listed}, "hours": hours, "incidents": incidents, "deliveries": deliveries}
+    # a monitor with locations: each location's figures over the same hours (its verdicts are in `hours`)
+    places = dicts(
+        conn,
+        "SELECT location, sum(checks) AS checks, sum(failures) AS failures, sum(latency_ms_sum) AS latency_ms_sum"
+        " FROM location_rollups WHERE monitor_id = ? AND hour_start_ms >= ? GROUP BY location ORDER BY location",
+        (found, clock.hour_start_ms(since_ms)),
+    )
+    return {
+        "monitor": {**settings, **listed},
+        "hours": hours,
+        "incidents": incidents,
+        "deliveries": deliveries,
+        "locations": places,
+    }

@@ -328,6 +328,8 @@ def housekeep(
         conn.execute("DELETE FROM ticks WHERE minute < ?", (minute_of_ms(now_ms - retention_ms),))
         # who ran which bucket matters for a while (`monitor-tick hosts`), not for reports
         conn.execute("DELETE FROM claims WHERE minute < ?", (minute_of_ms(now_ms - CLAIMS_KEPT_MS),))
+        conn.execute("DELETE FROM location_claims WHERE minute < ?", (minute_of_ms(now_ms - CLAIMS_KEPT_MS),))
+        conn.execute("DELETE FROM location_rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),))
         # deliveries go with their events (ON DELETE CASCADE)
         conn.execute(
             "DELETE FROM incident_events WHERE created_at_ms < ? AND incident_id NOT IN "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -33,11 +34,14 @@ from typing import Any
 
 import pytest
 from freezegun import freeze_time
+from typer.testing import CliRunner
 
 from monitor_tick import __version__, store
 from monitor_tick.alerts import policy
+from monitor_tick.cli.app import app
 from monitor_tick.core import clock, quorum
 from monitor_tick.core.model import monitor_state
+from monitor_tick.publish import metrics, statuspage
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.postgres import Server
@@ -124,6 +128,7 @@ class Simulation:
     monitors: dict[str, int]
     orphaned: set[int]  # eu's buckets of KILLED that eu-1 held when it was killed
     same_second: list[int]  # the minute each host's tick in the same second reported
+    canaries: dict[str, int]  # host -> network_lost, as `locations` read it after home's network was lost
 
 
 def _at(minute: int, skew_s: float) -> dt.datetime:
@@ -191,6 +196,7 @@ def sim(pg_server: Server) -> Iterator[Simulation]:
 
     orphaned: set[int] = set()
     same_second: list[int] = []
+    canaries: dict[str, int] = {}
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.setattr(socket, "getaddrinfo", lookup)
         for n in range(MINUTES):
@@ -209,7 +215,11 @@ def sim(pg_server: Server) -> Iterator[Simulation]:
                     lost.set()
                 _tick(url, host, n, monkeypatch)
                 lost.clear()
-    yield Simulation(url, origin, monitors, orphaned, same_second)
+            if n == LOST[-1]:
+                canaries = {
+                    h["host"]: h["network_lost"] for p in _read(url, store.locations.list_locations) for h in p.hosts
+                }
+    yield Simulation(url, origin, monitors, orphaned, same_second, canaries)
     server.shutdown()
     server.server_close()
 
@@ -245,6 +255,14 @@ def _kill_eu_1(url: str, origin: Origin) -> set[int]:
         30,
     )
     return held
+
+
+def _read(url: str, read: Any) -> Any:
+    conn = store.open_db(url)
+    try:
+        return read(conn)
+    finally:
+        conn.close()
 
 
 def _query(url: str, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -485,3 +503,38 @@ def test_locations_lists_each_location_with_its_hosts(sim: Simulation) -> None:
     ]
     last = {h["host"]: h["last_minute"] for p in found for h in p.hosts}
     assert last["eu-1"] == MINUTE + MINUTES - 1 and last["home-2"] == MINUTE + MINUTES - 1
+    # while home's network was lost, its hosts' canary said so (the host of home's share asked it)
+    assert sim.canaries["home-1"] == 1 and sim.canaries["eu-1"] == sim.canaries["us-1"] == 0
+    assert {h["network_lost"] for p in found for h in p.hosts} == {0}  # and no longer
+
+
+def test_partial_is_a_state_of_its_own_on_the_status_page_and_in_the_metrics(sim: Simulation) -> None:
+    now_ms = clock.minute_start_ms(MINUTE + MINUTES) + 5_000
+    page = _read(sim.url, lambda conn: statuspage.collect(conn, now_ms))
+    states = {m.name: m.state for m in page.monitors}
+    assert states["partial"] == "partial" and states["all"] == "up"
+    assert 'data-state="partial"' in statuspage.render_html(page) and ">Partial outage<" in statuspage.render_html(page)
+    facts = metrics.TickFacts(now_ms, 0, 0, 0, 0, 0)
+    text = _read(sim.url, lambda conn: metrics.collect(conn, facts))
+    partial = sim.monitors["partial"]
+    # monitor_tick_up stays the quorum's verdict; each location's own is beside it
+    assert f'monitor_tick_up{{id="{partial}",monitor="partial"}} 1\n' in text
+    assert f'monitor_tick_location_up{{id="{partial}",monitor="partial",location="eu"}} 0\n' in text
+    assert f'monitor_tick_location_up{{id="{partial}",monitor="partial",location="us"}} 1\n' in text
+    partials = sum(state == "partial" for state in states.values())
+    assert partials >= 2 and f'monitor_tick_monitors{{state="partial"}} {partials}\n' in text
+
+
+def test_show_gives_each_location_s_figures_and_the_partial_episode(
+    sim: Simulation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(clock, "_TEST_OFFSET_MS", 0)
+    monkeypatch.setattr(clock, "_TEST_OFFSET_MS", clock.minute_start_ms(MINUTE + MINUTES) - clock.now_ms())
+    shown = CliRunner().invoke(app, ["show", "partial", "--db", sim.url])
+    assert shown.exit_code == 0, shown.output
+    assert "  locations  all, quorum a majority\n" in shown.output
+    assert "  state      partial: down from eu (status 503); home and us see it up;" in shown.output
+    # per location: checks, failures and the latency of its up checks (in ms; frozen clocks measure 0)
+    assert re.search(r"\n  eu +12 checks  10 failed  \d+ms\n", shown.output), shown.output
+    assert re.search(r"\n  home +8 checks  0 failed  \d+ms\n", shown.output), shown.output
+    assert "  partial confirmed  down from eu (status 503); home and us see it up\n" in shown.output
