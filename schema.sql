@@ -14,7 +14,9 @@
 --     minute m when m % n = phase, n = max(interval_sec, plan floor) / 60 (see schedule.py).
 --   * Only results are written per check: one rollup upsert, plus an incident row change while
 --     a monitor is down or recovering (see "Alerts" at the end). A healthy monitor with no open
---     incident costs the rollup upsert and nothing else.
+--     incident costs the rollup upsert and nothing else. (A monitor checked from several
+--     locations also writes each location's check of the minute, short-lived, and an hourly row
+--     per location: see the tables of step 15 at the end.)
 --   * Names (of plans, owners, monitors and groups) are in Unicode NFC: every command writes and
 --     looks them up so, and UNIQUE then holds for names that print the same (step 14).
 

@@ -44,6 +44,7 @@ class Claims:
         self._run = run
         self._options = options
         self._located = located  # the buckets of this host's location (store.locations.claim)
+        self._forced = False
         self._token = os.urandom(8).hex()
         # hosts asking at once are offered the free buckets from different places
         self._offset = int.from_bytes(os.urandom(2), "big")
@@ -56,6 +57,12 @@ class Claims:
         elapsed_s = time.perf_counter() - self._run.started
         share = SHARE if elapsed_s + 2 * self.last_share_s < self._options.budget_s else 1
         if self._located:
+            if self._options.force:  # a rerun: all of the location's buckets at once, then none
+                if self._forced:
+                    return store.locations.LocationBuckets(
+                        self._run.claim.minute, self._options.location, "", frozenset()
+                    )
+                self._forced, share = True, 1
             return store.locations.claim(
                 self._run.conn,
                 self._run.claim.minute,
@@ -66,6 +73,7 @@ class Claims:
                 lease_ms=clock.s_to_ms(self._options.lease_s),
                 share=share,
                 offset=self._offset,
+                force=self._options.force,
             )
         return store.claim_buckets(
             self._run.conn,

@@ -76,8 +76,11 @@ def claim(
     lease_ms: int,
     share: int,
     offset: int,
+    force: bool = False,
 ) -> LocationBuckets:
-    """As ledger.claim_buckets, for `location`'s share of `minute`: only its hosts call it."""
+    """As ledger.claim_buckets, for `location`'s share of `minute`: only its hosts call it.
+    `force` (a --force rerun): every bucket, finished or held (write_checks records only what
+    the location has not)."""
     with write_tx(conn):
         rows = conn.execute(
             sql(conn, "location_claim"),
@@ -91,6 +94,7 @@ def claim(
                 "share": share,
                 "all": share <= 1,
                 "offset": offset,
+                "force": force,
             },
         ).fetchall()
     return LocationBuckets(minute, location, token, frozenset(int(row[0]) for row in rows))
@@ -137,8 +141,11 @@ def write_checks(
                 (minute, buckets.location, buckets.token),
             )
         } & buckets.buckets
-        by_id = {r.monitor_id: r for r in results if r.monitor_id % LOCATION_BUCKETS in held}
-        given = {m for m in buckets.given if m % LOCATION_BUCKETS in held} | set(by_id)
+        newest = one(conn, "SELECT max(minute) FROM ticks", ())
+        # a rerun of a minute whose checks are deleted cannot tell what was recorded: it records none
+        recording = held if newest is None or minute >= newest - CHECKS_KEPT_MINUTES else set()
+        by_id = {r.monitor_id: r for r in results if r.monitor_id % LOCATION_BUCKETS in recording}
+        given = {m for m in buckets.given if m % LOCATION_BUCKETS in recording} | set(by_id)
         # a monitor removed while the tick probed: its check has nowhere to go
         existing = {m for m in given if one(conn, "SELECT count(*) FROM monitors WHERE id = ?", (m,))}
         written = []
@@ -147,9 +154,12 @@ def write_checks(
             decided = result is not None and result.status != "unknown"
             is_up = decided and result is not None and result.status == "up"
             cause = None if result is None else result.cause
+            # a location's check of a minute is recorded once: a rerun decides only one it could not
             inserted = conn.execute(
                 "INSERT INTO location_checks (monitor_id, minute, location, up, cause, latency_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (monitor_id, minute, location) DO NOTHING",
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (monitor_id, minute, location) DO UPDATE SET "
+                "up = excluded.up, cause = excluded.cause, latency_ms = excluded.latency_ms "
+                "WHERE location_checks.up IS NULL AND excluded.up IS NOT NULL",
                 (
                     monitor,
                     minute,
@@ -245,8 +255,8 @@ def _decide(
         "SELECT verdict, closed, first_write_ms FROM quorum_minutes WHERE monitor_id = ? AND minute = ?",
         (monitor, minute),
     ).fetchone()
-    if row is None or state is None or state[1]:
-        return
+    if row is None or state is None or (state[1] and state[0] is not None):
+        return  # (a closed minute no location could decide is decided by a rerun's check)
     stored, k_set, notify_partial = row[0], row[1], bool(row[2])
     settings = AlertSettings(row[3], row[4], row[5])
     if stored is None:  # its locations were removed meanwhile: nothing left to decide

@@ -19,7 +19,7 @@ _CLAIM = """
 WITH RECURSIVE b(bucket) AS (SELECT 0 UNION ALL SELECT bucket + 1 FROM b WHERE bucket < {buckets} - 1),
 free(bucket, n) AS (
   SELECT bucket, row_number() OVER (ORDER BY (bucket + :offset) % {buckets}) FROM b
-   WHERE NOT EXISTS (SELECT 1 FROM location_claims c WHERE c.minute = :minute AND c.location = :location
+   WHERE :force = 1 OR NOT EXISTS (SELECT 1 FROM location_claims c WHERE c.minute = :minute AND c.location = :location
                       AND c.bucket = b.bucket AND (c.finished_at_ms IS NOT NULL OR c.lease_until_ms > {now}))
 ),
 size(free) AS (SELECT count(*) FROM free)
@@ -27,8 +27,8 @@ INSERT INTO location_claims (minute, location, bucket, host, token, claimed_at_m
 SELECT :minute, :location, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
  WHERE free.n <= CASE WHEN :all = 1 THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
 ON CONFLICT (minute, location, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
-  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms
- WHERE location_claims.finished_at_ms IS NULL AND location_claims.lease_until_ms <= {now}
+  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms, finished_at_ms = NULL
+ WHERE :force = 1 OR (location_claims.finished_at_ms IS NULL AND location_claims.lease_until_ms <= {now})
 RETURNING bucket
 """
 _SEEN = """

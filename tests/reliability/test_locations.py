@@ -18,6 +18,7 @@ The plan, minute by minute (M + n):
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import re
@@ -46,6 +47,7 @@ from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.postgres import Server
 from tests.reliability.test_fleet import MONITOR_TICK
+from tests.servers import LocalServer
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 MINUTES = 12
@@ -538,3 +540,38 @@ def test_show_gives_each_location_s_figures_and_the_partial_episode(
     assert re.search(r"\n  eu +12 checks  10 failed  \d+ms\n", shown.output), shown.output
     assert re.search(r"\n  home +8 checks  0 failed  \d+ms\n", shown.output), shown.output
     assert "  partial confirmed  down from eu (status 503); home and us see it up\n" in shown.output
+
+
+def test_a_force_rerun_records_only_the_checks_its_location_could_not_decide(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url)
+    quick = add(conn, local_server.url("/ok/quick"), name="quick", timeout_s=5.0)
+    slow = add(conn, local_server.url("/slow/1500"), name="slow", timeout_s=5.0)
+    conn.execute("UPDATE monitors SET locations = 'eu', first_check_minute = NULL")
+    conn.close()
+
+    def eu_1(*, force: bool, budget_s: float) -> None:
+        with freeze_time(_at(0, 0), real_asyncio=True):
+            options = TickOptions(db_path=url, host_name="eu-1", location="eu", retry_delay_s=0, budget_s=budget_s)
+            run_tick(dataclasses.replace(options, force=force, lease_s=10))
+
+    eu_1(force=False, budget_s=0.5)  # the budget cuts /slow off: unknown, not recorded
+    assert _location_rollups(url) == {quick: (1, 0)}
+    eu_1(force=True, budget_s=5)  # the rerun probes both, and records only /slow's check
+    assert _location_rollups(url) == {quick: (1, 0), slow: (1, 0)}
+    eu_1(force=True, budget_s=5)  # and a second rerun nothing
+    assert _location_rollups(url) == {quick: (1, 0), slow: (1, 0)}
+    # the minute nobody could decide is decided by the rerun's check, once
+    assert _query(url, "SELECT monitor_id, checks FROM rollups ORDER BY monitor_id") == [(quick, 1), (slow, 1)]
+    assert local_server.hits["/ok/quick"] == 3 and local_server.hits["/slow/1500"] == 3
+
+
+def _location_rollups(url: str) -> dict[int, tuple[int, int]]:
+    return {
+        int(m): (int(c), int(f))
+        for m, c, f in _query(
+            url, "SELECT monitor_id, sum(checks), sum(failures) FROM location_rollups GROUP BY monitor_id"
+        )
+    }
