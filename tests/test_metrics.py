@@ -28,6 +28,7 @@ def test_metrics_parse_and_match_the_database(conn: sqlite3.Connection) -> None:
     found = parse(metrics.collect(conn, TICK))
     assert set(found) == {
         "monitor_tick_up",
+        "monitor_tick_location_up",
         "monitor_tick_latency_seconds",
         "monitor_tick_last_check_timestamp_seconds",
         "monitor_tick_invalid",
@@ -49,7 +50,17 @@ def test_metrics_parse_and_match_the_database(conn: sqlite3.Connection) -> None:
         str(m): ms / 1000 for m, ms in newest.items()
     }
     states = {labels["state"]: value for labels, value in found["monitor_tick_monitors"]}
-    assert states == {"up": 2, "down": 1, "new": 0, "maintenance": 0, "paused": 1, "auto-paused": 0, "invalid": 0}
+    assert states == {
+        "up": 2,
+        "down": 1,
+        "partial": 0,
+        "new": 0,
+        "maintenance": 0,
+        "paused": 1,
+        "auto-paused": 0,
+        "invalid": 0,
+    }
+    assert found["monitor_tick_location_up"] == []  # no monitor has locations
     assert found["monitor_tick_invalid"] == []  # every monitor could be probed
     assert found["monitor_tick_tick_due_monitors"] == [({}, 3.0)]
     assert found["monitor_tick_tick_duration_seconds"] == [({}, 1.25)]
