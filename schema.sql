@@ -452,13 +452,12 @@ CREATE TABLE quorum_minutes (
 ) STRICT, WITHOUT ROWID;
 
 -- Each location's own hourly figures of a monitor with locations (its verdicts are counted in
--- rollups): checks, failures, and the latency of its up checks.
+-- rollups): one row per monitor and hour for all its locations, 'LOCATION CHECKS FAILURES
+-- LATENCY_MS_SUM' (the latency of its up checks) for each, joined by ';' -- a row a location
+-- would cost more than the monitor's own rollup does (store/locations.py writes and reads it).
 CREATE TABLE location_rollups (
     monitor_id     INTEGER NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
     hour_start_ms  INTEGER NOT NULL,
-    location       TEXT    NOT NULL,
-    checks         INTEGER NOT NULL,
-    failures       INTEGER NOT NULL,
-    latency_ms_sum INTEGER NOT NULL,
-    PRIMARY KEY (monitor_id, hour_start_ms, location)
+    figures        TEXT    NOT NULL,
+    PRIMARY KEY (monitor_id, hour_start_ms)
 ) STRICT, WITHOUT ROWID;

@@ -2,18 +2,19 @@
 beside its goal:
 
     .venv/bin/python bench/locations.py            # from the repository root, as root or postgres
-    .venv/bin/python bench/locations.py 400 3      # monitors, minutes of the CPU figure
+    .venv/bin/python bench/locations.py 400 3 200  # monitors and minutes of figure 1, monitors of 2
 
 1. CPU per check-location: `monitor-tick` processes tick MINUTES minutes of MONITORS one-minute
    monitors answering at once (bench/server.py): one host in one location, each monitor checked
    from it, against three hosts in three locations, each monitor checked from all three (`all`).
    CPU of every process (user + system) over checks recorded from each location. Goal: 3
    locations at most 1.15x one's.
-2. Bytes per monitor-day per location: a day of results (6 writes an hour) of 50 monitors written
+2. Bytes per monitor-day per location: a day of results (6 writes an hour) of 100 monitors written
    through the store as a fleet writes them, then VACUUM FULL, every table's size: monitors
    without locations (today's path) against monitors checked from 3 locations (their checks,
    decisions, verdicts and hourly figures per location, the short-lived rows pruned as ticks do),
-   divided by 3. Goal: at most 1.1x today's.
+   divided by 3. Goal: at most 1.1x today's. (Also printed: a monitor checked from one named
+   location, which keeps its verdicts and that location's figures.)
 3. Claims a minute: rows and bytes of `claims` and `location_claims` for one minute of figure 1's
    runs, 3 locations against 1. Goal: at most 1.5x one location's.
 """
@@ -73,7 +74,8 @@ def _tick_minutes(url: str, hosts: dict[str, str], minutes: int) -> float:
 def _checks(url: str) -> int:
     conn = store.open_db(url)
     try:
-        return int(conn.execute("SELECT coalesce(sum(checks), 0) FROM location_rollups").fetchone()[0])
+        monitors = [int(m) for (m,) in conn.execute("SELECT id FROM monitors")]
+        return sum(p["checks"] for m in monitors for p in store.locationsql.location_figures(conn, m, 0))
     finally:
         conn.close()
 
@@ -123,9 +125,10 @@ def _table_bytes(conn: store.Connection) -> int:
     )
 
 
-def storage(server: Server, monitors: int = 50, hours: int = 24) -> None:
+def storage(server: Server, monitors: int, hours: int = 24) -> None:
     figures = {}
-    for name, located in (("today", False), ("3 locations", True)):
+    for name, places in (("today", ()), ("1 location", PLACES[:1]), ("3 locations", PLACES)):
+        located = bool(places)
         url = server.fresh_database()
         conn = store.open_db(url)
         try:
@@ -133,7 +136,7 @@ def storage(server: Server, monitors: int = 50, hours: int = 24) -> None:
                 conn, [common.monitor_row(i, f"https://site-{i}.example/") for i in range(1, monitors + 1)]
             )
             if located:
-                conn.execute("UPDATE monitors SET locations = 'all'")
+                conn.execute("UPDATE monitors SET locations = ?", (",".join(sorted(places)),))
             empty = _table_bytes(conn)
             for hour in range(hours):
                 for block in range(6):
@@ -144,9 +147,9 @@ def storage(server: Server, monitors: int = 50, hours: int = 24) -> None:
                     if not located:
                         store.write_results(conn, [minute], at_ms, results, finished_at_ms=at_ms + 900)
                         continue
-                    for place in PLACES:
+                    for place in places:
                         store.locations.host_seen(conn, f"{place}-1", place, minute, at_ms)
-                    for place in PLACES:
+                    for place in places:
                         held = store.locations.claim(
                             conn,
                             minute,
@@ -170,15 +173,18 @@ def storage(server: Server, monitors: int = 50, hours: int = 24) -> None:
     print(f"2. bytes per monitor-day ({monitors} monitors, {hours} hours, PostgreSQL after VACUUM FULL)")
     print(f"   today (no locations)        : {today:,.0f} B")
     print(f"   3 locations, per location   : {located:,.0f} B: {located / today:.2f}x   goal <= 1.1x")
+    alone = figures["1 location"]
+    print(f"   (1 named location           : {alone:,.0f} B: {alone / today:.2f}x: its verdicts and its own figures)")
 
 
 def main(argv: list[str]) -> int:
     monitors = int(argv[0]) if argv else 300
     minutes = int(argv[1]) if len(argv) > 1 else 3
+    stored = int(argv[2]) if len(argv) > 2 else 100
     started = time.perf_counter()
     with running_server() as server, common.lean_server() as port:
         cpu_and_claims(server, port, monitors, minutes)
-        storage(server)
+        storage(server, stored)
     print(f"({time.perf_counter() - started:.0f} s)")
     return 0
 

@@ -68,8 +68,7 @@ def _fill(db: str) -> tuple[int, str]:
         store.record_invalid(conn, {beat: "cannot be probed here: a test"}, at_ms=T0_MS, host="cron-a", say=True)
         store.locations.host_seen(conn, "cron-a", "home", MINUTE, T0_MS)  # one location: SQLite can hold it
         conn.execute(
-            "INSERT INTO location_rollups (monitor_id, hour_start_ms, location, checks, failures, latency_ms_sum) "
-            "VALUES (?, ?, 'home', 2, 0, 24)",
+            "INSERT INTO location_rollups (monitor_id, hour_start_ms, figures) VALUES (?, ?, 'home 2 0 24')",
             (web, clock.hour_start_ms(T0_MS)),
         )
         for minute in (MINUTE, MINUTE + 1):

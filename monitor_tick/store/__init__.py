@@ -36,7 +36,7 @@ module is its own.
 
 from typing import Any
 
-from monitor_tick.store import locations
+from monitor_tick.store import locations, locationsql
 from monitor_tick.store.accounts import (
     add_maintenance,
     add_maintenance_schedule,
@@ -136,6 +136,7 @@ from monitor_tick.store.sqlite import (
 
 __all__ = [
     "locations",
+    "locationsql",
     "configuration",
     "env_ref",
     "set_env_ref",

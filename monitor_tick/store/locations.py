@@ -21,7 +21,7 @@ from monitor_tick.core.model import AlertSettings, CheckResult
 from monitor_tick.store.db import dicts, one, write_tx
 from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import Claim
-from monitor_tick.store.locationsql import LOCATION_BUCKETS, sql
+from monitor_tick.store.locationsql import LOCATION_BUCKETS, parse_figures, sql
 from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
 
 if TYPE_CHECKING:
@@ -178,13 +178,7 @@ def write_checks(
             up += is_up
             down += not is_up
             latency = result.latency_ms if is_up and result is not None else None
-            conn.execute(
-                "INSERT INTO location_rollups (monitor_id, hour_start_ms, location, checks, failures, latency_ms_sum) "
-                "VALUES (?, ?, ?, 1, ?, ?) ON CONFLICT (monitor_id, hour_start_ms, location) DO UPDATE SET "
-                "checks = location_rollups.checks + 1, failures = location_rollups.failures + excluded.failures, "
-                "latency_ms_sum = location_rollups.latency_ms_sum + excluded.latency_ms_sum",
-                (monitor, hour_start_ms(at_ms), buckets.location, 0 if is_up else 1, latency or 0),
-            )
+            _count_here(conn, monitor, hour_start_ms(at_ms), buckets.location, is_up, latency or 0)
         conn.executemany(
             "UPDATE location_claims SET finished_at_ms = ? "
             "WHERE minute = ? AND location = ? AND bucket = ? AND token = ?",
@@ -202,6 +196,23 @@ def write_checks(
             )
             _decide(conn, monitor, minute, at_ms, server_now, minute, (opened, resolved, confirmed))
     return WriteSummary(up, down, unknown, opened, resolved, 0, confirmed)
+
+
+def _count_here(conn: Connection, monitor: int, hour_ms: int, location: str, is_up: bool, latency_ms: int) -> None:
+    """Count one decided check of `location` in the monitor's hourly figures (location_rollups),
+    under the lock of the monitor's row: its locations' writes never lose each other's."""
+    conn.execute(sql(conn, "location_lock"), (monitor,))
+    text = one(
+        conn, "SELECT figures FROM location_rollups WHERE monitor_id = ? AND hour_start_ms = ?", (monitor, hour_ms)
+    )
+    figures = parse_figures(text or "")
+    checks, failures, latency_sum = figures.get(location, (0, 0, 0))
+    figures[location] = (checks + 1, failures + (not is_up), latency_sum + (latency_ms if is_up else 0))
+    conn.execute(
+        "INSERT INTO location_rollups (monitor_id, hour_start_ms, figures) VALUES (?, ?, ?) "
+        "ON CONFLICT (monitor_id, hour_start_ms) DO UPDATE SET figures = excluded.figures",
+        (monitor, hour_ms, ";".join(f"{loc} {c} {f} {lat}" for loc, (c, f, lat) in sorted(figures.items()))),
+    )
 
 
 def close_minutes(conn: Connection, tick_minute: int, now_ms: int) -> WriteSummary:

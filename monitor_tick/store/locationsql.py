@@ -1,10 +1,11 @@
-"""The statements of store/locations.py whose text differs by engine: where the database
-server's clock decides (leases, liveness, closing) and the lock of a monitor's row. A module of
-its own, below the PostgreSQL engine, which registers them (postgres.STATEMENTS)."""
+"""What of store/locations.py the modules below it need: the statements whose text differs by
+engine (where the database server's clock decides: leases, liveness, closing; the lock of a
+monitor's row), which the PostgreSQL engine registers (postgres.STATEMENTS), and reading the
+hourly figures of each location (location_rollups.figures), which `show` gives."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from monitor_tick.store.db import statement
 
@@ -63,3 +64,28 @@ def sql(conn: Connection, name: str) -> str:
         "location_lock": _LOCK_MONITOR.format(lock=""),  # SQLite has one writer at a time
     }
     return statement(conn, name, sqlite[name])
+
+
+def parse_figures(text: str) -> dict[str, tuple[int, int, int]]:
+    """location_rollups.figures -> location -> (checks, failures, latency_ms_sum of up checks)."""
+    found = {}
+    for part in filter(None, text.split(";")):
+        location, checks, failures, latency = part.split(" ")
+        found[location] = (int(checks), int(failures), int(latency))
+    return found
+
+
+def location_figures(conn: Connection, monitor: int, since_hour_ms: int) -> list[dict[str, Any]]:
+    """Each location's checks, failures and latency_ms_sum of `monitor` from `since_hour_ms` on."""
+    totals: dict[str, list[int]] = {}
+    for (text,) in conn.execute(
+        "SELECT figures FROM location_rollups WHERE monitor_id = ? AND hour_start_ms >= ?", (monitor, since_hour_ms)
+    ):
+        for location, figures in parse_figures(str(text)).items():
+            sums = totals.setdefault(location, [0, 0, 0])
+            for n, value in enumerate(figures):
+                sums[n] += value
+    return [
+        {"location": loc, "checks": c, "failures": f, "latency_ms_sum": lat}
+        for loc, (c, f, lat) in sorted(totals.items())
+    ]

@@ -22,6 +22,7 @@ from monitor_tick.store.db import (
     write_tx,
 )
 from monitor_tick.store.due import FLOOR
+from monitor_tick.store.locationsql import location_figures
 from monitor_tick.store.reads import INVALID_COLUMNS, LATEST_RESULTS
 
 if TYPE_CHECKING:
@@ -338,12 +339,7 @@ def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> di
         (found,),
     )
     # a monitor with locations: each location's figures over the same hours (its verdicts are in `hours`)
-    places = dicts(
-        conn,
-        "SELECT location, sum(checks) AS checks, sum(failures) AS failures, sum(latency_ms_sum) AS latency_ms_sum"
-        " FROM location_rollups WHERE monitor_id = ? AND hour_start_ms >= ? GROUP BY location ORDER BY location",
-        (found, clock.hour_start_ms(since_ms)),
-    )
+    places = location_figures(conn, found, clock.hour_start_ms(since_ms))
     return {
         "monitor": {**settings, **listed},
         "hours": hours,

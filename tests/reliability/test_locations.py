@@ -338,14 +338,13 @@ def _events(sim: Simulation, name: str) -> list[tuple[str, str]]:
 
 
 def _location_checks(sim: Simulation, name: str) -> dict[str, tuple[int, int]]:
-    return {
-        loc: (int(checks), int(failures))
-        for loc, checks, failures in _rows(
-            sim,
-            "SELECT location, sum(checks), sum(failures) FROM location_rollups WHERE monitor_id = ? GROUP BY location",
-            sim.monitors[name],
-        )
-    }
+    """location -> (checks, failures) of a monitor, from its hourly figures."""
+    return _figures(sim.url, sim.monitors[name])
+
+
+def _figures(url: str, monitor: int) -> dict[str, tuple[int, int]]:
+    places = _read(url, lambda conn: store.locationsql.location_figures(conn, monitor, 0))
+    return {place["location"]: (place["checks"], place["failures"]) for place in places}
 
 
 def _alive(location: str) -> list[int]:
@@ -569,9 +568,6 @@ def test_a_force_rerun_records_only_the_checks_its_location_could_not_decide(
 
 
 def _location_rollups(url: str) -> dict[int, tuple[int, int]]:
-    return {
-        int(m): (int(c), int(f))
-        for m, c, f in _query(
-            url, "SELECT monitor_id, sum(checks), sum(failures) FROM location_rollups GROUP BY monitor_id"
-        )
-    }
+    """monitor -> (checks, failures) from location eu, the one location of the test."""
+    monitors = [int(m) for (m,) in _query(url, "SELECT DISTINCT monitor_id FROM location_rollups")]
+    return {monitor: _figures(url, monitor)["eu"] for monitor in monitors}

@@ -47,9 +47,6 @@ CREATE TABLE quorum_minutes (
 CREATE TABLE location_rollups (
     monitor_id     BIGINT NOT NULL REFERENCES monitors (id) ON DELETE CASCADE,
     hour_start_ms  BIGINT NOT NULL,
-    location       TEXT   NOT NULL,
-    checks         BIGINT NOT NULL,
-    failures       BIGINT NOT NULL,
-    latency_ms_sum BIGINT NOT NULL,
-    PRIMARY KEY (monitor_id, hour_start_ms, location)
+    figures        TEXT   NOT NULL,
+    PRIMARY KEY (monitor_id, hour_start_ms)
 );
