@@ -15,7 +15,7 @@ import os
 import re
 import sqlite3
 from collections import Counter, defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from html import escape
 
 from monitor_tick import store
@@ -71,6 +71,9 @@ class MonitorStatus:
     incidents: list[Incident]  # newest first, at most RECENT_INCIDENTS
     incident_count: int  # incidents open at any time in the longest window
     group: str | None = None  # the page's section (None: the first, untitled one)
+    # a monitor checked from several locations: (location, checks, failures, average latency ms of
+    # its up checks or None) over the last 24 hours; its uptime figures are the quorum's verdicts
+    places: list[tuple[str, int, int, float | None]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -142,6 +145,7 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
                 incidents=[Incident(i["started_at_ms"], i["resolved_at_ms"], redact_text(i["cause"])) for i in own],
                 incident_count=own[0]["total"] if own else 0,
                 group=None if row["group_name"] is None else redact_text(row["group_name"]),
+                places=_places(conn, row, now_ms),
             )
         )
     no_data_24h_ms = 0
@@ -154,6 +158,19 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
         last_tick_ms=None if last is None else last["finished_at_ms"],
         no_data_24h_ms=no_data_24h_ms,
     )
+
+
+def _places(conn: sqlite3.Connection, row: dict, now_ms: int) -> list[tuple[str, int, int, float | None]]:
+    """Each location's last 24 hours of a monitor with locations (none for the others)."""
+    if row.get("locations") is None:
+        return []
+    since_ms = clock.hour_start_ms(now_ms - clock.MS_PER_DAY)
+    found = []
+    for place in store.locationsql.location_figures(conn, row["id"], since_ms):
+        answered = place["checks"] - place["failures"]
+        latency = place["latency_ms_sum"] / answered if answered else None
+        found.append((place["location"], place["checks"], place["failures"], latency))
+    return found
 
 
 def _tick_gaps(conn: sqlite3.Connection, first_day: int, until_minute: int) -> list[tuple[int, int]]:
@@ -346,6 +363,13 @@ def _monitor_html(m: MonitorStatus, now_ms: int) -> str:
     bars = "".join(
         f'<li {_bar_look(bar)} data-date="{bar.date}" title="{escape(day_title(bar))}"></li>' for bar in m.days
     )
+    places = " · ".join(
+        f'<span data-location="{escape(name)}">{escape(name)}: {checks - failures} of {checks} up, '
+        f"{format_latency_ms(latency, none='—')}</span>"
+        for name, checks, failures, latency in m.places
+    )
+    if places:
+        places = f'<p class="quiet places">From each location, 24 hours: {places}</p>'
     ninety = m.windows[WINDOWS[-1][0]]
     if m.incidents:
         items = "".join(
@@ -364,7 +388,7 @@ def _monitor_html(m: MonitorStatus, now_ms: int) -> str:
         f'<section class="monitor st-{m.state}" id="monitor-{m.id}" data-monitor-id="{m.id}" data-state="{m.state}">'
         f'<div class="head"><span class="dot st-{m.state}"></span><h2>{escape(m.name)}</h2>'
         f'<span class="state st-{m.state}" title="{escape(word + checked)}">{escape(word)}</span></div>'
-        f'<dl class="figures">{figures}</dl>'
+        f'<dl class="figures">{figures}</dl>{places}'
         f'<ol class="bars" aria-label="Uptime per day, last {BAR_DAYS} days">{bars}</ol>'
         f'<div class="axis"><span>{BAR_DAYS} days ago</span>'
         f"<span>{format_pct(ninety.hundredths)} over {BAR_DAYS} days</span><span>Today</span></div>"

@@ -514,7 +514,12 @@ def test_partial_is_a_state_of_its_own_on_the_status_page_and_in_the_metrics(sim
     page = _read(sim.url, lambda conn: statuspage.collect(conn, now_ms))
     states = {m.name: m.state for m in page.monitors}
     assert states["partial"] == "partial" and states["all"] == "up"
-    assert 'data-state="partial"' in statuspage.render_html(page) and ">Partial outage<" in statuspage.render_html(page)
+    html = statuspage.render_html(page)
+    assert 'data-state="partial"' in html and ">Partial outage<" in html
+    # uptime by the quorum's verdicts, and each location's own figures beside them
+    (partial_page,) = [m for m in page.monitors if m.name == "partial"]
+    assert [place[:3] for place in partial_page.places] == [("eu", 12, 10), ("home", 8, 0), ("us", 12, 0)]
+    assert '<span data-location="eu">eu: 2 of 12 up, ' in html
     facts = metrics.TickFacts(now_ms, 0, 0, 0, 0, 0)
     text = _read(sim.url, lambda conn: metrics.collect(conn, facts))
     partial = sim.monitors["partial"]
