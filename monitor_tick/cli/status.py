@@ -172,6 +172,7 @@ def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = Fal
     rows = [
         {
             "location": place.name,
+            "last_minute": max(h["last_minute"] for h in place.hosts),
             "hosts": [
                 {
                     "host": h["host"],

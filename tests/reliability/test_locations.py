@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import json
 import os
 import re
 import signal
@@ -507,6 +508,19 @@ def test_locations_lists_each_location_with_its_hosts(sim: Simulation) -> None:
     # while home's network was lost, its hosts' canary said so (the host of home's share asked it)
     assert sim.canaries["home-1"] == 1 and sim.canaries["eu-1"] == sim.canaries["us-1"] == 0
     assert {h["network_lost"] for p in found for h in p.hosts} == {0}  # and no longer
+    listed = CliRunner().invoke(app, ["locations", "--db", sim.url, "--json"])
+    assert listed.exit_code == 0, listed.output
+    home = json.loads(listed.output)[1]
+    assert (home["location"], home["last_minute"]) == ("home", MINUTE + MINUTES - 1)
+    assert home["hosts"][0] == {
+        "host": "home-1",
+        "last_minute": MINUTE + MINUTES - 1,
+        "last_tick": "2026-12-01T00:11:00Z",
+        "canary": "ok",
+    }
+    table = CliRunner().invoke(app, ["locations", "--db", sim.url]).output.splitlines()
+    assert table[0].split() == ["LOCATION", "HOST", "LAST", "MINUTE", "(UTC)", "CANARY"]
+    assert [line.split()[:2] for line in table[1:]] == [[h.split("-")[0], h] for h in sorted(HOSTS)]
 
 
 def test_partial_is_a_state_of_its_own_on_the_status_page_and_in_the_metrics(sim: Simulation) -> None:
