@@ -436,6 +436,7 @@ def test_a_share_s_results_are_written_with_one_statement_per_table_not_one_per_
     writes = Counter(found for sql in ran for found in _WRITE.findall(sql))
     assert writes == {
         ("INSERT INTO", "ticks"): 1,  # the minute's claim
+        ("INSERT INTO", "fleet_hosts"): 1,  # where this host is, as its tick ends (`monitor-tick locations`)
         ("INSERT INTO", "rollups"): shares,
         ("UPDATE", "claims"): shares,
         ("UPDATE", "ticks"): shares,

@@ -9,6 +9,7 @@ what was due in any of them once.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from types import ModuleType
 from typing import Any
@@ -119,13 +120,16 @@ def run_tick(options: TickOptions) -> TickReport:
             # rows claimed by a clock ahead of ours by more than a tick can run (ahead_after_ms)
             reclaim_after_ms=ahead_after_ms(now_ms, 0, options) if live else None,
         )
+        # where each host is (`monitor-tick locations`), written as its tick ends; SQLite's one host
+        # is one location
         fleet = conn.engine != "sqlite"
-        if fleet:  # where each host is (`monitor-tick locations`); SQLite's one host is one location
-            store.locations.host_seen(conn, options.host_name, options.location, minute, now_ms)
+        seen = functools.partial(store.locations.host_seen, conn, options.host_name, options.location, minute, now_ms)
         fleet_done = claim is None  # the minute's fleet-wide work is done: its locations' may not be
         if fleet_done and fleet and not options.force:
             claim = store.locations.join(conn, minute)
         if claim is None:
+            if fleet:
+                seen()
             return TickReport(minute, now_ms, claimed=False)
         minutes = [minute, *claim.covered]
         rows = select_due_rows(conn, minutes, now_ms, replay=not live)
@@ -149,11 +153,11 @@ def run_tick(options: TickOptions) -> TickReport:
             rounds += asyncio.run(shares.probe_minute(run, here, options, budget_s, located=True))
         if fleet and store.locations.has_open_minutes(conn):  # any host's tick closes minutes left open
             rounds.append(_closing(store.locations.close_minutes(conn, minute, now_ms)))
+        if fleet:  # and what its canary said, when it had checks to ask it about
+            seen(network_lost=any(r.network_lost for r in rounds) if any(r.results for r in rounds) else None)
         if not rounds:  # every bucket was taken: another host runs this minute
             return TickReport(minute, now_ms, claimed=False)
         report = _merged(minute, now_ms, claim, rounds, says=run.says)
-        if fleet and any(r.results for r in rounds):  # what this host's canary said (`monitor-tick locations`)
-            store.locations.host_network(conn, options.host_name, lost=report.network_lost)
         if any(schedule.is_housekeeping_minute(m) for m in minutes):
             report.housekeeping = store.housekeep(
                 conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms

@@ -51,18 +51,21 @@ def checked_here(stored: str | None, location: str) -> bool:
     return stored is not None and (stored == quorum.ALL or location in stored.split(","))
 
 
-def host_seen(conn: Connection, host: str, location: str, minute: int, now_ms: int) -> None:
-    """Record that `host` of `location` ticks `minute` (`monitor-tick locations`, liveness)."""
+def host_seen(
+    conn: Connection, host: str, location: str, minute: int, now_ms: int, *, network_lost: bool | None = None
+) -> None:
+    """Record that `host` of `location` ticked `minute` (`monitor-tick locations`, liveness, `all`),
+    and what its canary said (`network_lost`; None: this tick did not ask it)."""
+    params = {
+        "host": host,
+        "location": location,
+        "minute": minute,
+        "now_ms": now_ms,
+        "lost": bool(network_lost),
+        "asked": network_lost is not None,
+    }
     with write_tx(conn):
-        conn.execute(
-            sql(conn, "location_seen"), {"host": host, "location": location, "minute": minute, "now_ms": now_ms}
-        )
-
-
-def host_network(conn: Connection, host: str, *, lost: bool) -> None:
-    """Record what `host`'s canary said in its newest tick that asked it."""
-    with write_tx(conn):
-        conn.execute("UPDATE fleet_hosts SET network_lost = ? WHERE host = ? AND network_lost <> ?", (lost, host, lost))
+        conn.execute(sql(conn, "location_seen"), params)
 
 
 def claim(
