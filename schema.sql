@@ -1,4 +1,4 @@
--- monitor-tick schema, version 16 (PRAGMA user_version = 16; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 17 (PRAGMA user_version = 17; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -16,7 +16,7 @@
 --     a monitor is down or recovering (see "Alerts" at the end). A healthy monitor with no open
 --     incident costs the rollup upsert and nothing else. (A monitor checked from several
 --     locations also writes each location's check of the minute, short-lived, and an hourly row
---     per location: see the tables of step 15 at the end.)
+--     per location: see the tables of step 17 at the end.)
 --   * Names (of plans, owners, monitors and groups) are in Unicode NFC: every command writes and
 --     looks them up so, and UNIQUE then holds for names that print the same (step 14).
 
@@ -105,7 +105,7 @@ CREATE TABLE monitors (
     private        INTEGER NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
     -- the status page's section this monitor is shown in; NULL: the first, untitled one
     group_name     TEXT,
-    -- Several locations (step 15): the locations it is checked from, comma-separated and sorted,
+    -- Several locations (step 17): the locations it is checked from, comma-separated and sorted,
     -- or 'all' (every location a host ticked from in the last 7 days); NULL: once per due minute
     -- by any host of the fleet, as before locations. A quorum of them decides (core/quorum.py).
     locations      TEXT,
@@ -195,7 +195,7 @@ CREATE TABLE incidents (
     confirmed_at_ms INTEGER,
     -- the last reminder's time (NULL: none yet; the next is due a period after confirmed_at_ms)
     reminded_at_ms INTEGER,
-    -- 'down': an outage; 'partial' (step 15): a monitor checked from several locations was down
+    -- 'down': an outage; 'partial' (step 17): a monitor checked from several locations was down
     -- from some, fewer than its quorum. Never both open: the one ends where the other begins.
     kind           TEXT NOT NULL DEFAULT 'down' CHECK (kind IN ('down', 'partial'))
 ) STRICT;
@@ -399,7 +399,7 @@ CREATE TABLE invalid_reports (
     PRIMARY KEY (monitor_id, host)
 ) STRICT, WITHOUT ROWID;
 
--- Several locations (step 15; PostgreSQL fleets; see core/quorum.py and store/locations.py).
+-- Several locations (step 17; PostgreSQL fleets; see core/quorum.py and store/locations.py).
 -- Each host of the fleet, the location it probes from (--location; 'default' without it), the
 -- newest minute it ticked and whether its canary said its network was lost. One upsert a tick.
 CREATE TABLE fleet_hosts (

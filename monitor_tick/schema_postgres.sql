@@ -1,4 +1,4 @@
--- monitor-tick schema for PostgreSQL, version 16 (schema_version.version; store.SCHEMA_VERSION).
+-- monitor-tick schema for PostgreSQL, version 17 (schema_version.version; store.SCHEMA_VERSION).
 --
 -- The same tables, columns, constraints and indexes as schema.sql (the SQLite DDL, the
 -- contract; a test holds the two together), in PostgreSQL's types: every integer is BIGINT
@@ -96,7 +96,7 @@ CREATE TABLE monitors (
     private        BIGINT NOT NULL DEFAULT 0 CHECK (private IN (0, 1)),
     -- the status page's section this monitor is shown in; NULL: the first, untitled one
     group_name     TEXT,
-    -- several locations (step 15): see schema.sql
+    -- several locations (step 17): see schema.sql
     locations      TEXT,
     quorum         BIGINT CHECK (quorum IS NULL OR quorum >= 1),
     notify_partial BIGINT NOT NULL DEFAULT 0 CHECK (notify_partial IN (0, 1))
@@ -374,7 +374,7 @@ CREATE TABLE invalid_reports (
     PRIMARY KEY (monitor_id, host)
 );
 
--- Several locations (step 15; see schema.sql).
+-- Several locations (step 17; see schema.sql).
 CREATE TABLE fleet_hosts (
     host         TEXT   PRIMARY KEY,
     location     TEXT   NOT NULL,

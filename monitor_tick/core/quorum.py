@@ -123,7 +123,7 @@ def _and(names: list[str]) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-# A monitor's place settings: columns of `monitors` (step 15), file keys and `add` options
+# A monitor's place settings: columns of `monitors` (step 17), file keys and `add` options
 PLACE_COLUMNS: dict[str, object] = {"locations": None, "quorum": None, "notify_partial": 0}
 PLACE_FLAGS = {"locations": "--locations", "quorum": "--quorum", "notify_partial": "--notify-partial"}
 

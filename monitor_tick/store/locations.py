@@ -3,7 +3,7 @@ locations (location_claims: a location's hosts share its work, and only they tak
 share over), each location's check of a minute (location_checks, short-lived), and the decision
 of each minute by a quorum of locations (core/quorum.py), made once across the fleet under a
 lock of the monitor's row: its verdict counted once in rollups, its incident or partial episode
-stepped, its event recorded. See schema.sql (step 15) and the README's "Several locations".
+stepped, its event recorded. See schema.sql (step 17) and docs/postgresql.md's "Several locations".
 
 Monitors without locations never come here: they keep the fleet-wide claims of ledger.py.
 """

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 from monitor_tick.store.db import OlderSchemaError, StoreError, script_statements
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
 _T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 

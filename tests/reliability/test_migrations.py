@@ -287,8 +287,8 @@ def test_the_upgrade_seeds_the_id_high_water_mark_so_a_removed_monitors_id_is_ne
 NFC, NFD = "caf\u00e9", "cafe\u0301"  # é as one code point; e and a combining accent: printed the same
 
 
-def _undo_step_15(conn: store.Connection) -> None:
-    """Back to schema version 14's tables, for a test of an earlier step on a new database."""
+def _undo_step_17(conn: store.Connection) -> None:
+    """Back to the tables before step 17, for a test of an earlier step on a new database."""
     for table in ("fleet_hosts", "location_claims", "location_checks", "quorum_minutes", "location_rollups"):
         conn.execute(f"DROP TABLE {table}")
     for column in ("locations", "quorum", "notify_partial"):
@@ -316,7 +316,7 @@ def test_step_14_puts_names_in_nfc_and_renames_those_that_then_collide_saying_so
     conn.execute("UPDATE owners SET name = ? WHERE name = 'o2'", (NFC,))
     older = 13  # before step 14; what later steps add is taken off again
     conn.execute("ALTER TABLE rollups DROP COLUMN handed_at_ms")  # step 16
-    _undo_step_15(conn)
+    _undo_step_17(conn)
     if conn.engine == "sqlite":
         conn.execute(f"PRAGMA user_version = {older}")
     else:

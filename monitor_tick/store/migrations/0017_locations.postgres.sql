@@ -1,10 +1,10 @@
--- Several locations (see schema.sql's step 15): existing monitors have no locations.
+-- Several locations (see schema.sql's step 17): existing monitors have no locations.
 ALTER TABLE monitors ADD COLUMN locations      TEXT;
 ALTER TABLE monitors ADD COLUMN quorum         BIGINT CHECK (quorum IS NULL OR quorum >= 1);
 ALTER TABLE monitors ADD COLUMN notify_partial BIGINT NOT NULL DEFAULT 0 CHECK (notify_partial IN (0, 1));
 ALTER TABLE incidents ADD COLUMN kind           TEXT NOT NULL DEFAULT 'down' CHECK (kind IN ('down', 'partial'));
 
--- Several locations (step 15; see schema.sql).
+-- Several locations (step 17; see schema.sql).
 CREATE TABLE fleet_hosts (
     host         TEXT   PRIMARY KEY,
     location     TEXT   NOT NULL,
