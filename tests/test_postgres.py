@@ -10,6 +10,7 @@ import json
 import os
 import random
 import re
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -629,3 +630,38 @@ def test_the_due_query_selects_exactly_what_the_rule_says_over_a_day_on_postgres
         assert total > 10_000  # the world is not trivially empty
     finally:
         conn.close()
+
+
+def test_a_host_stopped_inside_a_transaction_holds_the_fleet_for_seconds_not_until_it_runs_again(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url)
+    monitors = [
+        add(conn, local_server.url(f"/ok?m={n}"), name=f"m{n}", retries=0, timeout_s=2.0) for n in range(store.BUCKETS)
+    ]
+    conn.close()
+    env = {**os.environ, **clock_at(clock.minute_start_ms(MINUTE) + 5_000)}
+    fast = ["--db", url, "--budget", "3s", "--lease", "4s", "--retry-delay", "0"]  # its sessions idle 1 s at most
+    with psycopg.connect(url, autocommit=True) as lock, psycopg.connect(url, autocommit=True) as look:
+        # the write lock is taken, so the first host's tick waits for it inside its first transaction...
+        lock.execute("BEGIN")
+        lock.execute("SELECT pg_advisory_xact_lock(%s)", (postgres._WRITE_LOCK_KEY,))
+        stopped = started(*fast, "--host-name", "stopped", env=env)
+        try:
+            waiting = "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+            while look.execute(waiting).fetchone() == (0,):
+                assert stopped.poll() is None, stopped.communicate()
+            # ...and is stopped there (a paused VM): once the lock is free its session holds it
+            stopped.send_signal(signal.SIGSTOP)
+            lock.execute("COMMIT")
+            with started(*fast, "--host-name", "other", env=env) as other:
+                out, err = other.communicate(timeout=30)
+            assert (other.returncode, out, err) == (0, "", "")  # not failed after waiting for the lock
+        finally:
+            stopped.send_signal(signal.SIGCONT)
+            stopped.communicate(timeout=30)
+    with psycopg.connect(url) as raw:
+        assert raw.execute("SELECT monitor_id, checks FROM rollups ORDER BY monitor_id").fetchall() == [
+            (monitor, 1) for monitor in monitors
+        ]

@@ -39,6 +39,11 @@ MIN_PHASE_S = 1.0  # less time left than this: the canary is not asked, notifica
 # A claimed bucket not finished within this may be claimed by another host: the budget, the
 # canary and the write, and clocks up to 20 s apart (on PostgreSQL the server's clock judges it)
 DEFAULT_LEASE_S = 60.0
+# On PostgreSQL the server ends a tick's session that idles this long inside a transaction (at
+# most, and a quarter of the lease; idle_in_transaction_s): a host stopped there (a paused VM,
+# SIGSTOP) would hold the fleet's write lock, and the other hosts' writes would wait for it until
+# they fail. A tick's transactions send their statements back to back.
+IDLE_IN_TRANSACTION_S = 5.0
 # A probe still running after this share of the budget (2 s of 30 s) gives its worker to the next
 # monitor and runs on to its deadline: hanging hosts never keep the rest queued until the budget
 # cuts them off. Three such holds and the largest timeout (25 s) still fit the budget.
@@ -121,6 +126,11 @@ class Run:
         """Seconds left at `now` (perf_counter, read by the caller) until `deadline_s` after the
         tick's start."""
         return self.started + deadline_s - now
+
+
+def idle_in_transaction_s(options: TickOptions) -> float:
+    """How long the server lets this tick's session idle inside a transaction (PostgreSQL)."""
+    return min(IDLE_IN_TRANSACTION_S, options.lease_s / 4)
 
 
 def probe_budget_s(run: Run, options: TickOptions, now: float) -> float:

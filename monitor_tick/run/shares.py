@@ -99,8 +99,8 @@ async def probe_minute(
     loop.set_default_executor(fanout.DaemonThreads())
     db = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="monitor-tick-db")
 
-    def in_db(call: Callable[..., _T], *args: Any) -> asyncio.Future[_T]:
-        return loop.run_in_executor(db, call, *args)
+    def in_db(call: Callable[..., _T], *args: Any, lost: Callable[[], _T] | None = None) -> asyncio.Future[_T]:
+        return loop.run_in_executor(db, on_connection, run.conn, call, args, lost)
 
     deadline = loop.time() + budget_s
     loaded: dict[str, dict[int, Any]] = {}  # every share's (rounds.KIND_READS), read as it is claimed
@@ -129,7 +129,8 @@ async def probe_minute(
                 await asyncio.wait([asyncio.ensure_future(pool.changed.wait())], timeout=deadline - loop.time())
                 continue
             claimed_at = time.perf_counter()
-            held = await in_db(claims.next)
+            # a claim cut off by a lost connection claimed nothing (the server rolled it back)
+            held = await in_db(claims.next, lost=lambda: store.Buckets(run.claim.minute, "", frozenset()))
             if not held.buckets:
                 return
             mine = [row for row in rows if held.holds(int(row["id"]))]
@@ -167,6 +168,25 @@ async def probe_minute(
         await pool.close()
         await ctx.clients.aclose()
         db.shutdown(wait=True, cancel_futures=True)
+
+
+def on_connection(
+    conn: store.Connection, call: Callable[..., _T], args: tuple[Any, ...], lost: Callable[[], _T] | None
+) -> _T:
+    """`call(*args)` on the tick's connection, connecting again first if the server dropped it
+    (rounds.idle_in_transaction_s: this host was stopped inside a transaction). When the connection
+    is lost during the call, its transaction was rolled back: `lost()` says what that means, or
+    the call runs once more on a new connection (reads, and the writes of a share, which record
+    only for buckets still held and not yet finished: never twice)."""
+    if conn.lost():
+        conn.reopen()
+    try:
+        return call(*args)
+    except store.StoreError:
+        if not conn.lost():
+            raise
+    conn.reopen()
+    return lost() if lost is not None else call(*args)
 
 
 async def _probe_canary(canary: Monitor, options: rounds.TickOptions, now_ms: int) -> list[ProbeResult]:

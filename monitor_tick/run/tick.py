@@ -36,6 +36,7 @@ from monitor_tick.run.rounds import (  # noqa: F401
     ahead_after_ms,
     canary_options,
     event_loop,
+    idle_in_transaction_s,
     prepare,
     probe_budget_s,
     probe_context,
@@ -109,7 +110,11 @@ def run_tick(options: TickOptions) -> TickReport:
     live = options.minute is None
     now_ms = tick_time_ms(options.minute)
     minute = clock.minute_of_ms(now_ms)
-    conn = store.open_db(options.db_path, busy_timeout_s=options.busy_timeout_s)
+    conn = store.open_db(
+        options.db_path,
+        busy_timeout_s=options.busy_timeout_s,
+        idle_in_transaction_s=idle_in_transaction_s(options),
+    )
     try:
         claim = store.claim_minutes(
             conn,

@@ -38,8 +38,13 @@ def is_missing(db: str) -> bool:
 
 
 def open_db(db: str, **options: Any) -> Any:
-    """The engine's open_db (see sqlite.open_db, postgres.open_db). Raises StoreError."""
-    return (_postgres() if is_postgres_url(db) else sqlite).open_db(db, **options)
+    """The engine's open_db (see sqlite.open_db, postgres.open_db). Raises StoreError.
+    `idle_in_transaction_s` is PostgreSQL's alone (postgres.open_db): SQLite's one writer is
+    this process."""
+    if is_postgres_url(db):
+        return _postgres().open_db(db, **options)
+    options.pop("idle_in_transaction_s", None)
+    return sqlite.open_db(db, **options)
 
 
 def open_read_only(db: str, **options: Any) -> Any:

@@ -134,9 +134,30 @@ class Connection:
     engine = "postgresql"
     statements = STATEMENTS
 
-    def __init__(self, raw: psycopg.Connection[Any], url: str) -> None:
+    def __init__(
+        self, raw: psycopg.Connection[Any], url: str, reconnect: Callable[[], psycopg.Connection[Any]]
+    ) -> None:
         self.raw = raw
         self.url = url
+        self._reconnect = reconnect
+        self._session: dict[str, str] = {}  # set_config settings made since connecting (set_session)
+
+    def set_session(self, name: str, value: str) -> None:
+        """Set a setting for the rest of the session (kept by reopen)."""
+        self.execute("SELECT set_config(?, ?, false)", (name, value))
+        self._session[name] = value
+
+    def reopen(self) -> None:
+        """Connect again, as connected first and with the settings set since, after the server
+        dropped this connection (`lost`): what the dropped session had not committed, the server
+        rolled back."""
+        try:
+            self.raw.close()
+        except psycopg.Error:
+            pass
+        self.raw = self._reconnect()
+        for name, value in self._session.items():
+            self.execute("SELECT set_config(?, ?, false)", (name, value))
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> psycopg.Cursor[Any]:
         try:
@@ -210,11 +231,16 @@ def set_busy_timeout(conn: Connection, busy_timeout_s: float) -> None:
     """From now on, a write waits at most `busy_timeout_s` (>= 0) for another writer's lock (the
     write lock of begin_write and any row lock): the session's lock_timeout, which outlives the
     transaction it is set in."""
-    conn.execute("SELECT set_config('lock_timeout', ?, false)", (f"{_lock_timeout_ms(busy_timeout_s)}ms",))
+    conn.set_session("lock_timeout", f"{_lock_timeout_ms(busy_timeout_s)}ms")
 
 
 def _connect(
-    url: str, busy_timeout_s: float, *, read_only: bool, connect_timeout_s: int = CONNECT_TIMEOUT_S
+    url: str,
+    busy_timeout_s: float,
+    *,
+    read_only: bool,
+    connect_timeout_s: int = CONNECT_TIMEOUT_S,
+    idle_in_transaction_s: float | None = None,
 ) -> Connection:
     # a writer waits lock_timeout for another's write lock, as SQLite's busy timeout; set at
     # connect time (libpq's options), which costs no round trip
@@ -228,13 +254,21 @@ def _connect(
     )
     if read_only:
         settings += " -c default_transaction_read_only=on"
-    try:
-        raw = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout_s, options=settings)
-    except psycopg.Error as exc:
-        raise StoreError(f"cannot connect to database {shown(url)}: {connect_failure(str(exc))}") from None
-    raw.adapters.register_loader("numeric", _NumberLoader)
-    conn = Connection(raw, url)
-    return conn
+    if idle_in_transaction_s is not None:
+        # the server ends the session when it idles this long inside a transaction: a host
+        # stopped there (a paused VM, SIGSTOP) would hold the fleet's write lock, and the other
+        # hosts' writes would wait for it until they fail (run/shares.py connects again)
+        settings += f" -c idle_in_transaction_session_timeout={max(int(idle_in_transaction_s * 1000), 1)}"
+
+    def connect() -> psycopg.Connection[Any]:
+        try:
+            raw = psycopg.connect(url, autocommit=True, connect_timeout=connect_timeout_s, options=settings)
+        except psycopg.Error as exc:
+            raise StoreError(f"cannot connect to database {shown(url)}: {connect_failure(str(exc))}") from None
+        raw.adapters.register_loader("numeric", _NumberLoader)
+        return raw
+
+    return Connection(connect(), url, connect)
 
 
 # libpq's primary message for one attempt (its hint follows on a line of its own, after a tab)
@@ -268,12 +302,21 @@ def open_db(
     migrate: bool = True,
     busy_timeout_s: float = DEFAULT_BUSY_TIMEOUT_S,
     connect_timeout_s: int = CONNECT_TIMEOUT_S,
+    idle_in_transaction_s: float | None = None,
 ) -> Connection:
-    """Connect to the PostgreSQL database at `url`, giving up after `connect_timeout_s`; on first
+    """Connect to the PostgreSQL database at `url`, giving up after `connect_timeout_s` (and,
+    with `idle_in_transaction_s`, ended by the server when it idles that long inside a
+    transaction); on first
     use create the schema in it, and upgrade an older schema (see migrations/) unless `migrate`
     is false. Raises StoreError when it cannot connect, the database holds tables that are not
     monitor-tick's, or its schema is newer than this program (or older, without `migrate`)."""
-    conn = _connect(url, busy_timeout_s, read_only=False, connect_timeout_s=connect_timeout_s)
+    conn = _connect(
+        url,
+        busy_timeout_s,
+        read_only=False,
+        connect_timeout_s=connect_timeout_s,
+        idle_in_transaction_s=idle_in_transaction_s,
+    )
     try:
         _ensure_schema(conn, url, create=create, migrate=migrate)
     except BaseException:
