@@ -99,8 +99,10 @@ async def probe_minute(
     loop.set_default_executor(fanout.DaemonThreads())
     db = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="monitor-tick-db")
 
+    idle_s = rounds.idle_in_transaction_s(options)
+
     def in_db(call: Callable[..., _T], *args: Any, lost: Callable[[], _T] | None = None) -> asyncio.Future[_T]:
-        return loop.run_in_executor(db, on_connection, run.conn, call, args, lost)
+        return loop.run_in_executor(db, on_connection, run.conn, call, args, lost, idle_s)
 
     deadline = loop.time() + budget_s
     loaded: dict[str, dict[int, Any]] = {}  # every share's (rounds.KIND_READS), read as it is claimed
@@ -171,19 +173,24 @@ async def probe_minute(
 
 
 def on_connection(
-    conn: store.Connection, call: Callable[..., _T], args: tuple[Any, ...], lost: Callable[[], _T] | None
+    conn: store.Connection,
+    call: Callable[..., _T],
+    args: tuple[Any, ...],
+    lost: Callable[[], _T] | None,
+    idle_s: float,
 ) -> _T:
-    """`call(*args)` on the tick's connection, connecting again first if the server dropped it
-    (rounds.idle_in_transaction_s: this host was stopped inside a transaction). When the connection
-    is lost during the call, its transaction was rolled back: `lost()` says what that means, or
-    the call runs once more on a new connection (reads, and the writes of a share, which record
-    only for buckets still held and not yet finished: never twice)."""
-    if conn.lost():
-        conn.reopen()
+    """`call(*args)` on the tick's connection. When the server ended the session because this
+    host was stopped inside a transaction (rounds.idle_in_transaction_s, `idle_s`: the server
+    says so, or the call lost its connection after taking longer than that), that transaction
+    was rolled back: connect again, then `lost()` says what that means, or the call runs once
+    more (reads, and a share's write, which records only for buckets still held and not yet
+    finished: never twice). Any other loss of the database fails the tick, as before."""
+    started = time.monotonic()
     try:
         return call(*args)
     except store.StoreError:
-        if not conn.lost():
+        stopped = conn.lost() and time.monotonic() - started >= idle_s
+        if not (getattr(conn, "ended_idle", False) or stopped):
             raise
     conn.reopen()
     return lost() if lost is not None else call(*args)

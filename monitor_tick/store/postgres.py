@@ -141,6 +141,9 @@ class Connection:
         self.url = url
         self._reconnect = reconnect
         self._session: dict[str, str] = {}  # set_config settings made since connecting (set_session)
+        # the server ended the session for idling inside a transaction (idle_in_transaction_s):
+        # this process was stopped there
+        self.ended_idle = False
 
     def set_session(self, name: str, value: str) -> None:
         """Set a setting for the rest of the session (kept by reopen)."""
@@ -156,6 +159,7 @@ class Connection:
         except psycopg.Error:
             pass
         self.raw = self._reconnect()
+        self.ended_idle = False
         for name, value in self._session.items():
             self.execute("SELECT set_config(?, ?, false)", (name, value))
 
@@ -163,6 +167,7 @@ class Connection:
         try:
             return self.raw.execute(placeholders(sql), _params(params), prepare=False)
         except psycopg.Error as exc:
+            self.ended_idle = isinstance(exc, psycopg.errors.IdleInTransactionSessionTimeout)
             raise _engine_error(exc, self.url) from None
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> None:
@@ -170,6 +175,7 @@ class Connection:
             with self.raw.cursor() as cursor:
                 cursor.executemany(placeholders(sql), [_params(row) for row in rows])
         except psycopg.Error as exc:
+            self.ended_idle = isinstance(exc, psycopg.errors.IdleInTransactionSessionTimeout)
             raise _engine_error(exc, self.url) from None
 
     @property
