@@ -63,13 +63,17 @@ def report(
 ) -> None:
     """Per monitor: current state, uptime % counted by checks, checks, failures, incidents in the
     window, average latency of up checks. Minutes when monitor-tick was not running are no data:
-    they count neither way."""
+    they count neither way. A monitor checked from several locations counts the quorum's verdict
+    of each minute, and lists beneath it each location's own checks, failures and latency."""
     window_ms = clock.s_to_ms(duration_s(since, "--since"))
     now_ms = clock.now_ms()
     since_ms = now_ms - window_ms
 
     def collect(conn: store.Connection) -> tuple[list[dict[str, Any]], int]:
         rows = store.report(conn, since_ms, now_ms)
+        for row in rows:  # a monitor with locations: each location's own checks and latency too
+            if row["locations"] is not None:
+                row["places"] = store.locationsql.location_figures(conn, row["id"], clock.hour_start_ms(since_ms))
         first = store.first_tick_minute(conn)
         now_minute = clock.minute_of_ms(now_ms)
         start = max(clock.minute_of_ms(clock.hour_start_ms(since_ms)), now_minute if first is None else first)
@@ -95,6 +99,8 @@ def report(
                 **latest_results(row, now_ms),
             }
         )
+        if "places" in row:
+            out[-1]["locations"] = [_place(place) for place in row["places"]]
         shown.append(format_pct(totals.hundredths, none="-"))
     if as_json:
         emit_json(out)
@@ -119,6 +125,23 @@ def report(
             f"{r['id']:>5}  {name:<{width}} {state} {uptime:>8} {r['checks']:>7} {r['failures']:>7} "
             f"{r['incidents']:>9} {latency:>7}  {redact_text(r['note'])}".rstrip()
         )
+        for place in r.get("locations", []):  # beneath the quorum's figures, each location's own
+            latency = "-" if place["avg_latency_ms"] is None else f"{place['avg_latency_ms']:.0f} ms"
+            figures = f"{place['checks']:>5} checks {place['failures']:>5} failed  {latency}"
+            typer.echo(f"{'':>9}from {place['location']:<12} {figures}")
+
+
+def _place(place: dict[str, Any]) -> dict[str, Any]:
+    """One location's figures of a monitor, as report gives them: its own checks, failures and
+    the average latency of its up checks (the monitor's uptime is the quorum's)."""
+    totals = Totals(place["checks"], place["failures"], place["latency_ms_sum"] or 0)
+    latency = totals.avg_latency_ms
+    return {
+        "location": place["location"],
+        "checks": totals.checks,
+        "failures": totals.failures,
+        "avg_latency_ms": None if latency is None else round(latency, 1),
+    }
 
 
 # ---------------------------------------------------------------------------------------------

@@ -564,6 +564,26 @@ def test_show_gives_each_location_s_figures_and_the_partial_episode(
     assert "  partial confirmed  down from eu (status 503); " in shown.output
 
 
+def test_report_gives_uptime_by_the_quorum_and_each_location_s_latency(
+    sim: Simulation, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(clock, "_TEST_OFFSET_MS", 0)
+    monkeypatch.setattr(clock, "_TEST_OFFSET_MS", clock.minute_start_ms(MINUTE + MINUTES) - clock.now_ms())
+    shown = CliRunner().invoke(app, ["report", "--since", "1d", "--db", sim.url, "--json"])
+    assert shown.exit_code == 0, shown.output
+    rows = {row["name"]: row for row in json.loads(shown.output)}
+    partial = rows["partial"]
+    # the monitor's own figures are the quorum's verdicts: partial minutes count as up
+    assert partial["failures"] == 0 and partial["checks"] > 0
+    places = {place["location"]: place for place in partial["locations"]}
+    assert places["eu"]["checks"] == 12 and places["eu"]["failures"] == 10
+    assert places["home"]["checks"] == 8 and places["home"]["failures"] == 0
+    assert all(isinstance(place["avg_latency_ms"], float) for name, place in places.items() if name != "eu")
+    assert "locations" not in rows["free"]  # a monitor without locations: today's figures alone
+    table = CliRunner().invoke(app, ["report", "--since", "1d", "--db", sim.url])
+    assert re.search(r"\n +from eu +12 checks +10 failed +\d+ ms\n", table.output), table.output
+
+
 def test_a_force_rerun_records_only_the_checks_its_location_could_not_decide(
     pg_server: Server, local_server: LocalServer
 ) -> None:
