@@ -289,8 +289,9 @@ def add(
 @app.command("list")
 def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """List monitors with their interval, effective interval (after the plan floor), state and
-    when each is next checked. State `invalid`: the newest tick that had it due could not probe
-    it (the note says why, on which host and when)."""
+    when each is next checked (and, for a monitor checked from named locations, where from and
+    its quorum). State `invalid`: the newest tick that had it due could not probe it (the note
+    says why, on which host and when)."""
     now_ms = clock.now_ms()
     rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
     for row in rows:
@@ -314,6 +315,8 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         upcoming = row["next_check_ms"]
         within = "-" if upcoming is None else "in " + clock.format_duration_ms(max(0, upcoming - now_ms))
         line = f"{row['id']:>5}  {name:<{width}} {every:>6}  {row['state']:<12} {within:<8} {row['url']}"
+        if row.get("locations"):  # checked from named locations: where, and how many must see it down
+            line += f"  from {row['locations'].replace(',', ', ')}, quorum {row['quorum'] or 'a majority'}"
         typer.echo(f"{line}  {row['note']}" if row["note"] else line)
     if any(r["effective_interval_sec"] != r["interval_sec"] for r in rows):
         typer.echo("* raised to the owner's plan floor")
