@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
+from contextlib import closing
 from pathlib import Path
+
+import psycopg
 
 from monitor_tick.core import clock
 from tests.commands import ok_at as ok
@@ -113,3 +117,35 @@ def test_list_and_show_give_the_next_check_after_the_maintenance_windows(
     # the ticks agree: api is first probed at 10:15
     due = [m for m in range(M0 + 1, M0 + 16) if json.loads(ok(db, clock.minute_start_ms(m) + 1_000, "--json"))["due"]]
     assert due == [clock.minute_of_ms(api_ms)]
+
+
+def test_a_monitor_checked_from_one_location_shows_its_figures_derived_from_its_own_rollups(
+    any_db: str, local_server: LocalServer
+) -> None:
+    db = any_db  # a SQLite file, then a PostgreSQL database
+    for name, path in (("api", "/ok"), ("bad", "/status/503")):
+        # (on PostgreSQL it warns that no host has ticked from home yet)
+        assert (
+            cli(
+                db, T0_MS, "add", local_server.url(path), "--name", name, "--every", "1m", "--locations", "home"
+            ).returncode
+            == 0
+        )
+    for minute in range(M0 + 1, M0 + 4):
+        ok(db, clock.minute_start_ms(minute) + 1_000, "--retry-delay", "0", "--location", "home")
+    now_ms = clock.minute_start_ms(M0 + 5) + 10_000
+    for name, failed in (("api", 0), ("bad", 3)):
+        (place,) = json.loads(ok(db, now_ms, "show", name, "--json"))["locations"]
+        assert (place["location"], place["checks"], place["failures"]) == ("home", 3, failed), name
+        assert (place["latency_ms_avg"] is None) == (failed == 3), name
+    # one named location: its hourly figures are its verdicts', derived, never stored twice
+    assert _count(db, "SELECT count(*) FROM location_rollups") == 0
+    assert _count(db, "SELECT count(*) FROM rollups") == 2
+
+
+def _count(db: str, sql: str) -> int:
+    if db.startswith("postgresql://"):
+        with psycopg.connect(db) as raw:
+            return int(raw.execute(sql).fetchone()[0])
+    with closing(sqlite3.connect(db)) as conn:
+        return int(conn.execute(sql).fetchone()[0])

@@ -21,7 +21,7 @@ from monitor_tick.core.model import AlertSettings, CheckResult
 from monitor_tick.store.db import dicts, one, write_tx
 from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import Claim
-from monitor_tick.store.locationsql import LOCATION_BUCKETS, parse_figures, sql
+from monitor_tick.store.locationsql import LOCATION_BUCKETS, parse_figures, single_location, sql
 from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
 
 if TYPE_CHECKING:
@@ -150,7 +150,8 @@ def write_checks(
         by_id = {r.monitor_id: r for r in results if r.monitor_id % LOCATION_BUCKETS in recording}
         given = {m for m in buckets.given if m % LOCATION_BUCKETS in recording} | set(by_id)
         # a monitor removed while the tick probed: its check has nowhere to go
-        existing = {m for m in given if one(conn, "SELECT count(*) FROM monitors WHERE id = ?", (m,))}
+        places = {m: conn.execute("SELECT locations FROM monitors WHERE id = ?", (m,)).fetchone() for m in given}
+        existing = {m for m, row in places.items() if row is not None}
         written = []
         for monitor in sorted(given & existing):
             result = by_id.get(monitor)
@@ -181,7 +182,8 @@ def write_checks(
             up += is_up
             down += not is_up
             latency = result.latency_ms if is_up and result is not None else None
-            _count_here(conn, monitor, hour_start_ms(at_ms), buckets.location, is_up, latency or 0)
+            if single_location(places[monitor][0]) is None:  # one location's figures are its verdicts'
+                _count_here(conn, monitor, hour_start_ms(at_ms), buckets.location, is_up, latency or 0)
         conn.executemany(
             "UPDATE location_claims SET finished_at_ms = ? "
             "WHERE minute = ? AND location = ? AND bucket = ? AND token = ?",

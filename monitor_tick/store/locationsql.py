@@ -78,16 +78,42 @@ def parse_figures(text: str) -> dict[str, tuple[int, int, int]]:
     return found
 
 
+def single_location(stored: str | None) -> str | None:
+    """The one location of a monitor checked from exactly one named location (its verdicts are
+    that location's checks, so its hourly figures are not stored twice: location_figures derives
+    them from its rollups), else None."""
+    if stored is None or stored == "all" or "," in stored:
+        return None
+    return stored
+
+
 def location_figures(conn: Connection, monitor: int, since_hour_ms: int) -> list[dict[str, Any]]:
-    """Each location's checks, failures and latency_ms_sum of `monitor` from `since_hour_ms` on."""
+    """Each location's checks, failures and latency_ms_sum of `monitor` from `since_hour_ms` on:
+    stored in location_rollups, or, for the hours without a row there of a monitor checked from
+    one named location, its own rollups (its verdicts are that location's checks)."""
     totals: dict[str, list[int]] = {}
-    for (text,) in conn.execute(
-        "SELECT figures FROM location_rollups WHERE monitor_id = ? AND hour_start_ms >= ?", (monitor, since_hour_ms)
+    stored_hours = set()
+    for hour, text in conn.execute(
+        "SELECT hour_start_ms, figures FROM location_rollups WHERE monitor_id = ? AND hour_start_ms >= ?",
+        (monitor, since_hour_ms),
     ):
+        stored_hours.add(int(hour))
         for location, figures in parse_figures(str(text)).items():
             sums = totals.setdefault(location, [0, 0, 0])
             for n, value in enumerate(figures):
                 sums[n] += value
+    (stored,) = conn.execute("SELECT locations FROM monitors WHERE id = ?", (monitor,)).fetchone() or (None,)
+    only = single_location(stored)
+    if only is not None:
+        for hour, checks, failures, latency in conn.execute(
+            "SELECT hour_start_ms, checks, failures, latency_ms_sum FROM rollups "
+            "WHERE monitor_id = ? AND hour_start_ms >= ?",
+            (monitor, since_hour_ms),
+        ):
+            if int(hour) not in stored_hours:
+                sums = totals.setdefault(only, [0, 0, 0])
+                for n, value in enumerate((checks, failures, latency or 0)):
+                    sums[n] += int(value)
     return [
         {"location": loc, "checks": c, "failures": f, "latency_ms_sum": lat}
         for loc, (c, f, lat) in sorted(totals.items())
