@@ -174,7 +174,7 @@ def storage(server: Server, monitors: int, hours: int = 24) -> None:
     print(f"   today (no locations)        : {today:,.0f} B")
     print(f"   3 locations, per location   : {located:,.0f} B: {located / today:.2f}x   goal <= 1.1x")
     alone = figures["1 location"]
-    print(f"   (1 named location           : {alone:,.0f} B: {alone / today:.2f}x: its verdicts; its figures are derived from them)")
+    print(f"   (1 named location           : {alone:,.0f} B: {alone / today:.2f}x: figures derived from verdicts)")
 
 
 def main(argv: list[str]) -> int:
