@@ -14,6 +14,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -24,6 +25,7 @@ from freezegun import freeze_time
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
+from monitor_tick.run import shares
 from monitor_tick.run.tick import TickOptions, run_tick
 from monitor_tick.store import migrations, postgres
 from tests.commands import clock_at
@@ -665,3 +667,21 @@ def test_a_host_stopped_inside_a_transaction_holds_the_fleet_for_seconds_not_unt
         assert raw.execute("SELECT monitor_id, checks FROM rollups ORDER BY monitor_id").fetchall() == [
             (monitor, 1) for monitor in monitors
         ]
+
+
+def test_a_database_restart_during_a_long_call_still_fails_the_tick_and_is_not_taken_for_a_stopped_host(
+    pg_server: Server,
+) -> None:
+    url = pg_server.fresh_database()
+    conn = store.open_db(url, idle_in_transaction_s=0.1)
+    tick_started = time.perf_counter()
+
+    def waits_then_restarts() -> object:  # as a claim waiting for the write lock while the server restarts
+        pg_server.restart()
+        return conn.execute("SELECT 1").fetchone()
+
+    try:
+        with pytest.raises(store.StoreError, match="lost the connection"):
+            shares.on_connection(conn, waits_then_restarts, (), lambda: "nothing claimed", 0.1, tick_started)
+    finally:
+        conn.close()

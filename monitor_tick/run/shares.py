@@ -102,7 +102,7 @@ async def probe_minute(
     idle_s = rounds.idle_in_transaction_s(options)
 
     def in_db(call: Callable[..., _T], *args: Any, lost: Callable[[], _T] | None = None) -> asyncio.Future[_T]:
-        return loop.run_in_executor(db, on_connection, run.conn, call, args, lost, idle_s)
+        return loop.run_in_executor(db, on_connection, run.conn, call, args, lost, idle_s, run.started)
 
     deadline = loop.time() + budget_s
     loaded: dict[str, dict[int, Any]] = {}  # every share's (rounds.KIND_READS), read as it is claimed
@@ -178,21 +178,27 @@ def on_connection(
     args: tuple[Any, ...],
     lost: Callable[[], _T] | None,
     idle_s: float,
+    tick_started: float,
 ) -> _T:
     """`call(*args)` on the tick's connection. When the server ended the session because this
     host was stopped inside a transaction (rounds.idle_in_transaction_s, `idle_s`: the server
-    says so, or the call lost its connection after taking longer than that), that transaction
-    was rolled back: connect again, then `lost()` says what that means, or the call runs once
-    more (reads, and a share's write, which records only for buckets still held and not yet
-    finished: never twice). Any other loss of the database fails the tick, as before."""
+    says so, or the call lost its connection after taking longer than that, and the server has
+    not restarted since the tick began at `tick_started`, a perf_counter reading), that
+    transaction was rolled back: connect again, then `lost()` says what that means, or the call
+    runs once more (reads, and a share's write, which records only for buckets still held and not
+    yet finished: never twice). Any other loss of the database fails the tick, as before."""
     started = time.monotonic()
     try:
         return call(*args)
-    except store.StoreError:
+    except store.StoreError as exc:
         stopped = conn.lost() and time.monotonic() - started >= idle_s
         if not (getattr(conn, "ended_idle", False) or stopped):
             raise
+        failure = exc
     conn.reopen()
+    # a server that restarted during the tick dropped every session, not just a stopped one
+    if conn.server_up_s() <= time.perf_counter() - tick_started + 1:
+        raise failure
     return lost() if lost is not None else call(*args)
 
 

@@ -150,6 +150,10 @@ class Connection:
         self.execute("SELECT set_config(?, ?, false)", (name, value))
         self._session[name] = value
 
+    def server_up_s(self) -> float:
+        """Seconds since the server (its postmaster) started, by its own clock."""
+        return float(self.execute("SELECT extract(epoch FROM now() - pg_postmaster_start_time())").fetchone()[0])
+
     def reopen(self) -> None:
         """Connect again, as connected first and with the settings set since, after the server
         dropped this connection (`lost`): what the dropped session had not committed, the server
@@ -164,6 +168,7 @@ class Connection:
             self.execute("SELECT set_config(?, ?, false)", (name, value))
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> psycopg.Cursor[Any]:
+        self.ended_idle = False
         try:
             return self.raw.execute(placeholders(sql), _params(params), prepare=False)
         except psycopg.Error as exc:
@@ -171,6 +176,7 @@ class Connection:
             raise _engine_error(exc, self.url) from None
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any] | Mapping[str, Any]]) -> None:
+        self.ended_idle = False
         try:
             with self.raw.cursor() as cursor:
                 cursor.executemany(placeholders(sql), [_params(row) for row in rows])
