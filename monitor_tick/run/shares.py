@@ -67,24 +67,21 @@ class Claims:
                 self._run.conn,
                 self._run.claim.minute,
                 self._options.location,
-                host=self._options.host_name,
-                token=self._token,
-                now_ms=self._run.now_ms,
-                lease_ms=clock.s_to_ms(self._options.lease_s),
-                share=share,
-                offset=self._offset,
+                **self._share(share),
                 force=self._options.force,
             )
-        return store.claim_buckets(
-            self._run.conn,
-            self._run.claim.minute,
-            host=self._options.host_name,
-            token=self._token,
-            now_ms=self._run.now_ms,
-            lease_ms=clock.s_to_ms(self._options.lease_s),
-            share=share,
-            offset=self._offset,
-        )
+        return store.claim_buckets(self._run.conn, self._run.claim.minute, **self._share(share))
+
+    def _share(self, share: int) -> dict[str, Any]:
+        """What a claim of either kind (the fleet's buckets, or a location's) is asked with."""
+        return {
+            "host": self._options.host_name,
+            "token": self._token,
+            "now_ms": self._run.now_ms,
+            "lease_ms": clock.s_to_ms(self._options.lease_s),
+            "share": share,
+            "offset": self._offset,
+        }
 
 
 async def probe_minute(

@@ -164,8 +164,8 @@ class Connection:
             pass
         self.raw = self._reconnect()
         self.ended_idle = False
-        for name, value in self._session.items():
-            self.execute("SELECT set_config(?, ?, false)", (name, value))
+        for name, value in list(self._session.items()):
+            self.set_session(name, value)
 
     def execute(self, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> psycopg.Cursor[Any]:
         self.ended_idle = False
