@@ -82,7 +82,7 @@ def test_probe_all_keeps_at_most_concurrency_in_flight_starts_in_order_and_retur
         in_flight -= 1
         return ProbeResult("up", m.id, 200, None)
 
-    monkeypatch.setitem(PROBES, "http", dataclasses.replace(PROBES["http"], probe=fake))
+    monkeypatch.setitem(PROBES, "http", PROBES["http"]._replace(probe=fake))
     monitors = [monitor(i) for i in range(1, 21)]
     order = list(reversed(range(20)))
     results = asyncio.run(
@@ -99,7 +99,7 @@ def test_a_bug_in_one_probe_is_its_failure_and_the_worker_goes_on(monkeypatch: p
             raise KeyError("bug")
         return ProbeResult("up", 1, 200, None)
 
-    monkeypatch.setitem(PROBES, "http", dataclasses.replace(PROBES["http"], probe=fake))
+    monkeypatch.setitem(PROBES, "http", PROBES["http"]._replace(probe=fake))
     results = asyncio.run(
         probe_all([monitor(i) for i in (1, 2, 3)], ProbeContext(None, 0, None), concurrency=1, retry_delay_s=0)
     )  # type: ignore[arg-type]
@@ -116,7 +116,7 @@ def test_a_probe_is_sent_its_url_resolved_and_a_bug_quoting_it_prints_neither_va
         sent.append(m.url)
         raise KeyError(f"bug while sending {m.url}")
 
-    monkeypatch.setitem(PROBES, "http", dataclasses.replace(PROBES["http"], probe=fake))
+    monkeypatch.setitem(PROBES, "http", PROBES["http"]._replace(probe=fake))
     monkeypatch.setenv("MT_TEST_HOST", "internal.example.test")
     monkeypatch.setenv("MT_TEST_KEY", "k-0123456789")
     template = dataclasses.replace(monitor(1), url="http://${MT_TEST_HOST}/x?key=${MT_TEST_KEY}&kind=typed-in")
@@ -185,7 +185,7 @@ def test_hanging_probes_give_their_worker_away_but_never_more_than_max_in_flight
         await never.wait()  # a host that never answers; the budget ends the test
         raise AssertionError("unreachable")
 
-    monkeypatch.setitem(PROBES, "http", dataclasses.replace(PROBES["http"], probe=hang))
+    monkeypatch.setitem(PROBES, "http", PROBES["http"]._replace(probe=hang))
     results = asyncio.run(
         probe_all(
             [monitor(i) for i in range(1, 41)],

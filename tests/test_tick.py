@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import replace
 
 import httpx
 import pytest
@@ -161,7 +160,7 @@ def test_a_bug_inside_one_probe_is_that_monitors_failure_not_the_ticks(
             raise ZeroDivisionError("a bug")
         return await real_http(monitor, ctx)
 
-    monkeypatch.setitem(PROBES, "http", replace(PROBES["http"], probe=sometimes_broken))
+    monkeypatch.setitem(PROBES, "http", PROBES["http"]._replace(probe=sometimes_broken))
     with freeze_time(NOON, real_asyncio=True):
         report = run_tick(options(db_path))
     assert report.summary is not None and report.summary.up == 1 and report.summary.down == 1

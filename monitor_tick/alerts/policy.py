@@ -7,7 +7,7 @@ Sending lives in alerts/notify.py; state lives in store/deliveries.py.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 from monitor_tick.core import clock
 from monitor_tick.core.model import CheckResult
@@ -30,8 +30,7 @@ NOTIFY_TYPES = {"down": "failure", "up": "success", "reminder": "warning", "paus
 # Messages
 
 
-@dataclass(frozen=True)
-class EventInfo:
+class EventInfo(NamedTuple):
     """One incident event to tell one channel about (what a message is made from)."""
 
     event_id: int
@@ -47,8 +46,7 @@ class EventInfo:
     resolved_at_ms: int | None
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     title: str
     body: str
     notify_type: str
@@ -207,7 +205,7 @@ def offline(results: Sequence[CheckResult], host_local: Collection[int] = ()) ->
     `host_local` monitors (ids: a loopback address, a unix socket): they never crossed a network,
     so whatever failed them is this host's own, never the network's."""
     return [
-        replace(r, status="unknown", cause=f"{OFFLINE_CAUSE} ({r.cause})")
+        r._replace(status="unknown", cause=f"{OFFLINE_CAUSE} ({r.cause})")
         if is_network_failure(r) and r.monitor_id not in host_local
         else r
         for r in results

@@ -12,8 +12,7 @@ Nothing here imports httpx, asyncio or Typer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from monitor_tick import store
 from monitor_tick.core import clock
@@ -40,8 +39,7 @@ DB_HELP = (
 )
 
 
-@dataclass(frozen=True)
-class TickOption:
+class TickOption(NamedTuple):
     """One option of the tick. `kind`: bool (a flag), int or str; `optional`: None is its
     default and a value may be given. `low`/`high` bound an int; `envvar` is read when the
     option is not given."""

@@ -13,7 +13,7 @@ incident I/O. Counting lives on the open incident (`Open`), not on the monitor.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 SUSPECTED = "suspected"
 CONFIRMED = "confirmed"
@@ -32,8 +32,7 @@ class Event(enum.Enum):
     UP = "up"
 
 
-@dataclass(frozen=True)
-class Open:
+class Open(NamedTuple):
     """The counters of a monitor's open incident."""
 
     state: str
@@ -41,8 +40,7 @@ class Open:
     up_checks: int
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):
     transition: Transition
     state: str  # the incident's state after this check (for RESOLVE: the state it ended in)
     down_checks: int

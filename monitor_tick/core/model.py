@@ -11,7 +11,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
 
@@ -104,8 +104,7 @@ OPTION_FLAGS = {
 }
 
 
-@dataclass(frozen=True)
-class ProbeResult:
+class ProbeResult(NamedTuple):
     """One probe's outcome. `unknown`: we could not tell (our own limits), counted neither way.
 
     `cert_expires_at_ms`: the peer certificate's notAfter, when the probe saw one (tls://, and
@@ -128,8 +127,7 @@ class ProbeResult:
 Recent = tuple[int, int | None, int, int | None]
 
 
-@dataclass(frozen=True)
-class CheckResult:
+class CheckResult(NamedTuple):
     monitor_id: int
     status: Status
     latency_ms: int | None = None
@@ -151,8 +149,7 @@ class CheckResult:
         )
 
 
-@dataclass(frozen=True)
-class Pings:
+class Pings(NamedTuple):
     """A heartbeat monitor's last signals, as its probe reads them (store.heartbeat_pings)."""
 
     created_at_ms: int

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT = "default"  # the location of hosts without --location
 ALL = "all"  # a monitor's locations: every location a host ticked from in the last 7 days
@@ -71,16 +71,14 @@ def check_quorum(quorum: int | None, stored: str | None) -> None:
         raise LocationError(f"--quorum {quorum} is more than the {len(stored.split(','))} locations named")
 
 
-@dataclass(frozen=True)
-class Check:
+class Check(NamedTuple):
     """One location's check of a minute: up, down, or None (it could not decide)."""
 
     up: bool | None
     cause: str | None = None
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(NamedTuple):
     verdict: str | None  # DOWN, PARTIAL, UP; None: nothing to count yet (or ever: nobody checked)
     text: str  # the places, as an incident and its alert say them
 

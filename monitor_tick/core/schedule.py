@@ -25,7 +25,7 @@ hold it to the SQL's choices too); the bench and the tests use load_shape.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from monitor_tick.core.clock import (
     MINUTES_PER_DAY,
@@ -124,8 +124,7 @@ def _on_day(days_mask: int, minute: int) -> bool:
     return bool(days_mask >> weekday(minute) & 1)
 
 
-@dataclass(frozen=True)
-class Maintenance:
+class Maintenance(NamedTuple):
     """The maintenance windows that cover one monitor (its own and its owner's): one-off ones as
     (starts_at_ms, ends_at_ms), recurring ones as (start_minute, duration_min, days_mask)."""
 
@@ -258,8 +257,7 @@ def is_hourly_report_minute(minute: int, period_min: int) -> bool:
     return minute % (MS_PER_HOUR // MS_PER_MINUTE) < period_min
 
 
-@dataclass(frozen=True)
-class Spread:
+class Spread(NamedTuple):
     """How evenly a set of monitors fills the minutes of a day (bench and tests)."""
 
     busiest: int

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 from urllib.parse import urlsplit
 
 from monitor_tick.core.model import Monitor, ProbeResult
@@ -32,8 +32,10 @@ class Clients(Protocol):
     def client(self, setting: TlsSetting | None) -> httpx.AsyncClient: ...
 
 
-@dataclass(frozen=True)
-class ProbeContext:
+_EMPTY: Mapping[Any, Any] = MappingProxyType({})  # the default of a Mapping field: never written to
+
+
+class ProbeContext(NamedTuple):
     """What probes share within one tick."""
 
     # the client HTTP checks go through when httpx is needed (None: `clients` makes it)
@@ -44,7 +46,7 @@ class ProbeContext:
     # which `clients` makes when a check first needs it: tls())
     ssl_context: ssl.SSLContext | None
     # kind name -> monitor id -> what the tick read for that kind before probing (tick.KIND_READS)
-    loaded: Mapping[str, Mapping[int, Any]] = field(default_factory=dict)
+    loaded: Mapping[str, Mapping[int, Any]] = _EMPTY
     # --block-private: connections (http, tls, tcp alike) only to addresses it allows
     guard: AddressGuard | None = None
     # the tick's clients (None: every check uses `client` and `ssl_context`); monitors that verify
@@ -54,7 +56,7 @@ class ProbeContext:
     fast: bool = False
     # monitor id -> when a check of it last saw a response the fast path hands to httpx (a
     # redirect; store.recent_rollups): run/fanout.py sends such a monitor to httpx at once
-    handed: Mapping[int, int] = field(default_factory=dict)
+    handed: Mapping[int, int] = _EMPTY
 
     def tls(self) -> ssl.SSLContext:
         """The SSL context a TLS connection verifies with: ssl_context, or the tick's, made on
@@ -110,8 +112,7 @@ def url_host_local(monitor: Monitor) -> str | None:
         return None
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(NamedTuple):
     """Everything that differs between kinds of monitor.
 
     name      the `kind` column's value
@@ -138,7 +139,7 @@ class Kind:
     probe: Probe
     check: Callable[[Monitor], None]
     options: frozenset[str] = DEFAULT_OPTIONS
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = _EMPTY
     pinged: bool = False
     unusable: Callable[[Monitor], str | None] = lambda monitor: None
     host_check: Callable[[], str | None] = lambda: None

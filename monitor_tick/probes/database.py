@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
@@ -41,8 +40,7 @@ SOCKET_NOT_FOUND = "socket not found"
 PROTOCOL_ERROR = "protocol error"  # what answered does not speak the kind's protocol
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(NamedTuple):
     """A checked database URL's parts. `host` is None for a unix socket (`socket`: its path,
     or libpq's socket directory); user and password are percent-decoded."""
 

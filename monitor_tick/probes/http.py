@@ -21,7 +21,6 @@ import asyncio
 import ssl
 import sys
 import time
-from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -141,7 +140,7 @@ async def probe_http(
         failed = _failed(exc, status, expires_at_ms)
         if failed.cause == "too many redirects":  # redirected, as the fast path hands over
             handed_at_ms = now_ms
-        return replace(failed, handed_at_ms=handed_at_ms)
+        return failed._replace(handed_at_ms=handed_at_ms)
     return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms, handed_at_ms)
 
 
@@ -271,7 +270,7 @@ async def _probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     # its own CA or no verification: an SSL context (and client, made if httpx is needed) of its
     # own, which the fast path and the certificate check of --expires-within use too
     if setting is not None:
-        ctx = replace(ctx, ssl_context=ctx.clients.context(setting))
+        ctx = ctx._replace(ssl_context=ctx.clients.context(setting))
     return await probe_http(monitor, None, ctx.now_ms, ctx)
 
 

@@ -10,8 +10,6 @@ the deadline.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes.base import Probe, ProbeContext, failed_conditions
 
@@ -34,7 +32,7 @@ def judge(monitor: Monitor, result: ProbeResult) -> ProbeResult:
     cause = slow_cause(monitor, result.latency_ms)
     if cause is None:
         return result
-    return replace(result, status="down", cause=failed_conditions(cause, result.cause))
+    return result._replace(status="down", cause=failed_conditions(cause, result.cause))
 
 
 def judged(probe: Probe) -> Probe:

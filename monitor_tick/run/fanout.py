@@ -198,14 +198,14 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
         if retry_delay_s > 0:
             await asyncio.sleep(retry_delay_s)
         if handed_at_ms is not None:  # handed over once: the retry goes to httpx at once
-            ctx = dataclasses.replace(ctx, fast=False)
+            ctx = ctx._replace(fast=False)
         result = await probe(dataclasses.replace(sent, timeout_s=left_s), ctx)
         if result.handed_at_ms is not None:
             handed_at_ms = result.handed_at_ms
     if handed_at_ms != result.handed_at_ms:
-        result = dataclasses.replace(result, handed_at_ms=handed_at_ms)
+        result = result._replace(handed_at_ms=handed_at_ms)
     if result.cause is not None and sent is not monitor:
-        result = dataclasses.replace(result, cause=hide_values(result.cause, monitor))
+        result = result._replace(cause=hide_values(result.cause, monitor))
     return result
 
 
@@ -354,7 +354,7 @@ async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) 
     handed_at_ms = ctx.handed.get(monitor.id)
     remembered = to_httpx(monitor, handed_at_ms, ctx.now_ms)
     if remembered and ctx.fast:
-        ctx = dataclasses.replace(ctx, fast=False)
+        ctx = ctx._replace(fast=False)
     try:
         result = await probe_with_retries(monitor, ctx, retry_delay_s)
     except Exception as exc:  # a bug in a probe is that monitor's failed check
@@ -365,7 +365,7 @@ async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) 
         )
         result = ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
     if remembered and result.handed_at_ms is None:
-        result = dataclasses.replace(result, handed_at_ms=handed_at_ms)
+        result = result._replace(handed_at_ms=handed_at_ms)
     return result
 
 

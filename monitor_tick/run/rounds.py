@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick import store
 from monitor_tick.core import clock, quorum
@@ -97,8 +97,7 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
     return good, bad
 
 
-@dataclass
-class Round:
+class Round(NamedTuple):
     """What one round of a tick probed and wrote (a whole minute, or some of its buckets)."""
 
     due: list[Monitor]
@@ -110,8 +109,7 @@ class Round:
     said: list[int]  # of invalid and refused: what this host says now (store.record_invalid)
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
     """What every round of one tick shares."""
 
     conn: store.Connection
@@ -139,8 +137,7 @@ def probe_budget_s(run: Run, options: TickOptions, now: float) -> float:
     return max(min(options.budget_s, run.left_s(NETWORK_DEADLINE_S - CANARY_TIMEOUT_S, now)), 0.0)
 
 
-@dataclass
-class Share:
+class Share(NamedTuple):
     """What a round knows of its monitors before probing them (prepare)."""
 
     # the fleet's buckets, or those of this host's location (store.locations.LocationBuckets)
@@ -167,8 +164,7 @@ def prepare(run: Run, rows: list[dict[str, Any]], buckets: Any, location: str = 
     return Share(buckets, created_ms, good, bad, usable, refused, recent, read_for_kinds(run.conn, usable))
 
 
-@dataclass
-class Checked:
+class Checked(NamedTuple):
     """A round's probes sorted out (sort_out): what to record, what was refused, and the
     network canary to ask when some check failed at network level."""
 

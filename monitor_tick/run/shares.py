@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import os
 import time
 from collections.abc import Callable
@@ -134,7 +133,7 @@ async def probe_minute(
                 return
             mine = [row for row in rows if held.holds(int(row["id"]))]
             if located:  # those without a decided check get one that does not count
-                held = dataclasses.replace(held, given=frozenset(int(row["id"]) for row in mine))
+                held = held._replace(given=frozenset(int(row["id"]) for row in mine))
             share = await in_db(rounds.prepare, run, mine, held, options.location)
             for kind, values in share.loaded.items():
                 loaded.setdefault(kind, {}).update(values)

@@ -6,8 +6,7 @@ IMMEDIATE, so overlapping ticks never hold the same delivery."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick.store.db import StoreError, dicts, insert_row, inserted_id, one, write_tx
 from monitor_tick.store.manage import scope
@@ -119,8 +118,7 @@ def claim_deliveries(
     return rows
 
 
-@dataclass(frozen=True)
-class DeliveryOutcome:
+class DeliveryOutcome(NamedTuple):
     """What became of one claimed delivery: 'sent', 'retry' (at next_attempt_at_ms), 'failed'
     (given up) or 'released' (not attempted in this run; its attempts are unchanged)."""
 

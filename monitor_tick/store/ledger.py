@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from monitor_tick.store.db import one, statement, write_tx
 
@@ -22,8 +21,7 @@ def claim_minute(conn: Connection, minute: int, started_at_ms: int, *, force: bo
     return claim_minutes(conn, minute, started_at_ms, force=force, catch_up_minutes=0) is not None
 
 
-@dataclass(frozen=True)
-class Rerun:
+class Rerun(NamedTuple):
     """A --force rerun of a minute whose run finished: it records only what that run did not."""
 
     run_minute: int  # the ledger row of the run (the minute itself, or the one that caught it up)
@@ -35,8 +33,7 @@ class Rerun:
         return monitor in self.unrecorded or created_at_ms > self.started_at_ms
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     minute: int
     covered: list[int]  # earlier, unclaimed minutes this run probes for (catch-up)
     missed: int  # unclaimed minutes too old to probe for, recorded as missed
@@ -176,8 +173,7 @@ ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, cover
 BUCKETS = 64  # a monitor falls in bucket id % BUCKETS (schema.sql: claims)
 
 
-@dataclass(frozen=True)
-class Buckets:
+class Buckets(NamedTuple):
     """The (minute, bucket) claims one round of a run holds: its writes are conditional on them."""
 
     minute: int

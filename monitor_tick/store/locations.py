@@ -11,8 +11,7 @@ Monitors without locations never come here: they keep the fleet-wide claims of l
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick.core import quorum
 from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms
@@ -31,8 +30,7 @@ CLOSE_AFTER_MS = 2 * MS_PER_MINUTE  # a minute closes this long after its first 
 CHECKS_KEPT_MINUTES = 10  # closed minutes' checks and verdicts are deleted after this
 
 
-@dataclass(frozen=True)
-class LocationBuckets:
+class LocationBuckets(NamedTuple):
     """The (minute, location, bucket) claims one round of a run holds, and the monitors of its
     location it was given for them (those without a check get one that does not count)."""
 
@@ -40,7 +38,7 @@ class LocationBuckets:
     location: str
     token: str
     buckets: frozenset[int]
-    given: frozenset[int] = field(default_factory=frozenset)
+    given: frozenset[int] = frozenset()
 
     def holds(self, monitor: int) -> bool:
         return monitor % LOCATION_BUCKETS in self.buckets
@@ -406,8 +404,7 @@ def _partial(
             record_event(conn, episode, monitor, "down", at_ms)
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(NamedTuple):
     name: str
     hosts: list[dict[str, Any]]  # host, last_minute, network_lost
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from monitor_tick.core.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.core.incidents import Open, Step, Transition, step
@@ -20,15 +19,14 @@ if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 
 
-@dataclass(frozen=True)
-class WriteSummary:
+class WriteSummary(NamedTuple):
     up: int
     down: int
     unknown: int
     opened: list[int]
     resolved: list[int]
     stale: int
-    confirmed: list[int] = field(default_factory=list)  # incidents announced as down this tick
+    confirmed: Sequence[int] = ()  # incidents announced as down this tick
 
 
 # One text for both engines: columns of the stored row are qualified (PostgreSQL finds a bare
@@ -288,8 +286,7 @@ def _newer_check_exists(conn: Connection, monitor: int, at_ms: int, ahead_after_
     return newest is not None and newest > at_ms
 
 
-@dataclass(frozen=True)
-class AutoPaused:
+class AutoPaused(NamedTuple):
     monitor_id: int
     name: str
     down_since_ms: int

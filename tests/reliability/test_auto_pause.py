@@ -3,7 +3,6 @@ notification (issue 10, item 5)."""
 
 from __future__ import annotations
 
-import dataclasses
 import shutil
 import sqlite3
 import subprocess
@@ -82,9 +81,9 @@ def test_an_incident_never_confirmed_or_open_for_too_few_intervals_never_auto_pa
     down = CheckResult(0, "down", None, None, "connect refused")
     suspected = add(conn, f"http://127.0.0.1:{refused_port()}/a", name="suspected", retries=0)
     weekly = add(conn, f"http://127.0.0.1:{refused_port()}/b", name="weekly", retries=0, every_s=7 * 86_400)
-    store.write_results(conn, [], since_ms, [dataclasses.replace(down, monitor_id=suspected)], since_ms)
+    store.write_results(conn, [], since_ms, [down._replace(monitor_id=suspected)], since_ms)
     for at_ms in (since_ms, since_ms + 7 * clock.MS_PER_DAY):
-        store.write_results(conn, [], at_ms, [dataclasses.replace(down, monitor_id=weekly)], at_ms)
+        store.write_results(conn, [], at_ms, [down._replace(monitor_id=weekly)], at_ms)
     assert conn.execute("SELECT monitor_id, state FROM incidents ORDER BY monitor_id").fetchall() == [
         (suspected, "suspected"),
         (weekly, "confirmed"),
