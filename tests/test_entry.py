@@ -237,10 +237,15 @@ def imported_by_a_tick(db_path: str) -> set[str]:
     return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
 
 
-def test_an_idle_tick_imports_neither_typer_nor_httpx_nor_asyncio_nor_psycopg(db_path: str) -> None:
+def test_an_idle_tick_imports_no_typer_httpx_asyncio_psycopg_or_dataclasses(db_path: str) -> None:
     imported = imported_by_a_tick(db_path)
     assert "monitor_tick.run.tick" in imported and "sqlite3" in imported  # the list is real
     heavy = {
+        # importing dataclasses (and inspect, which it imports) costs an idle tick a sixth of
+        # its instructions, and each dataclass about 1 ms to define: the tick's records are
+        # NamedTuples (bench/run.py, figure 3)
+        "dataclasses",
+        "inspect",
         "typer",
         "click",
         "httpx",

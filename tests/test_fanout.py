@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import sqlite3
 
 import httpx
@@ -119,7 +118,7 @@ def test_a_probe_is_sent_its_url_resolved_and_a_bug_quoting_it_prints_neither_va
     monkeypatch.setitem(PROBES, "http", PROBES["http"]._replace(probe=fake))
     monkeypatch.setenv("MT_TEST_HOST", "internal.example.test")
     monkeypatch.setenv("MT_TEST_KEY", "k-0123456789")
-    template = dataclasses.replace(monitor(1), url="http://${MT_TEST_HOST}/x?key=${MT_TEST_KEY}&kind=typed-in")
+    template = monitor(1)._replace(url="http://${MT_TEST_HOST}/x?key=${MT_TEST_KEY}&kind=typed-in")
     results = asyncio.run(probe_all([template], ProbeContext(None, 0, None), concurrency=1, retry_delay_s=0))  # type: ignore[arg-type]
     assert sent == ["http://internal.example.test/x?key=k-0123456789&kind=typed-in"]
     assert results[0].cause == "probe error: KeyError"

@@ -219,10 +219,10 @@ def add(
     ] = None,
     alert_after: Annotated[
         int, typer.Option(help="Notify after this many consecutive down checks (1 to 10).")
-    ] = AlertSettings.alert_after_checks,
+    ] = AlertSettings._field_defaults["alert_after_checks"],
     resolve_after: Annotated[
         int, typer.Option(help="Resolve after this many consecutive up checks (1 to 10).")
-    ] = AlertSettings.resolve_after_checks,
+    ] = AlertSettings._field_defaults["resolve_after_checks"],
     remind: Annotated[
         str | None, typer.Option(help="While it stays down, remind every this long (e.g. 1h). [default: never]")
     ] = None,

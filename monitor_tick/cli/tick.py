@@ -106,9 +106,8 @@ def _run_tick(
         transport=transport,
         lease_s=lease_s,
         location=place,
+        **({"host_name": host_name} if host_name else {}),
     )
-    if host_name:
-        options.host_name = host_name
     try:
         if dry_run:
             due_minute, monitors, invalid = due_now(options)

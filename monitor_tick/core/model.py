@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, fields
 from typing import Any, Literal, NamedTuple
 
 from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
@@ -41,8 +40,7 @@ class InvalidMonitor(ValueError):
     """A monitor setting that cannot be used; str() is a one-line cause."""
 
 
-@dataclass(frozen=True)
-class Monitor:
+class Monitor(NamedTuple):
     id: int
     name: str
     kind: str
@@ -83,7 +81,7 @@ class Monitor:
 # Settings every kind has, and the options that apply only to the kinds that list them
 # (probes.Kind.options). Each is a column of `monitors` with the same name.
 COMMON_SETTINGS = ("name", "kind", "url", "interval_sec", "aligned", "private", "group_name")
-OPTIONS = tuple(f.name for f in fields(Monitor) if f.name not in {"id", "effective_interval_sec", *COMMON_SETTINGS})
+OPTIONS = tuple(f for f in Monitor._fields if f not in {"id", "effective_interval_sec", *COMMON_SETTINGS})
 # the `add` option that sets each, for messages
 OPTION_FLAGS = {
     "method": "--method",
@@ -370,8 +368,7 @@ MAX_CONFIRM_CHECKS = 10
 MIN_REMIND_EVERY_SEC = 60
 
 
-@dataclass(frozen=True)
-class AlertSettings:
+class AlertSettings(NamedTuple):
     """When a monitor's incidents are announced: after `alert_after_checks` consecutive down
     checks; resolved after `resolve_after_checks` consecutive up checks; reminded every
     `remind_every_sec` while confirmed and open (None: never)."""

@@ -17,7 +17,6 @@ setting, only when such a monitor is due).
 from __future__ import annotations
 
 import base64
-import dataclasses
 import os
 import re
 import ssl
@@ -46,7 +45,7 @@ def with_user_agent(monitor: Monitor, agent: str | None) -> Monitor:
     if any(name.lower() == "user-agent" for name, _ in header_lines(monitor.headers)):
         return monitor
     lines = f"{monitor.headers}\nUser-Agent: {agent}" if monitor.headers else f"User-Agent: {agent}"
-    return dataclasses.replace(monitor, headers=lines)
+    return monitor._replace(headers=lines)
 
 
 # RFC 9110's token: what a header name may be made of

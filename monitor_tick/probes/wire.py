@@ -33,7 +33,6 @@ import re
 import socket
 import ssl
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -60,15 +59,21 @@ def proxied() -> bool:
     return any(value and name.lower() in PROXY_VARIABLES for name, value in os.environ.items())
 
 
-@dataclass
 class Answer:
     """A response the fast path took on: its status, its body (the first `limit` bytes, when
-    kept), whether that is all of it, and the peer certificate over TLS when asked for."""
+    kept), whether that is all of it, and the peer certificate over TLS when asked for. Filled
+    in as the response comes (a plain class: the tick defines no dataclass)."""
 
-    status: int
-    body: bytearray = field(default_factory=bytearray)
-    whole: bool = True
-    peer_cert: dict[str, object] | None = None
+    __slots__ = ("status", "body", "whole", "peer_cert")
+
+    def __init__(self, status: int, *, peer_cert: dict[str, object] | None = None) -> None:
+        self.status = status
+        self.body = bytearray()
+        self.whole = True
+        self.peer_cert = peer_cert
+
+    def __repr__(self) -> str:
+        return f"Answer(status={self.status}, body={bytes(self.body)!r}, whole={self.whole})"
 
 
 class WireError(Exception):

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import dataclasses
 import ssl
 import sys
 import threading
@@ -199,7 +198,7 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
             await asyncio.sleep(retry_delay_s)
         if handed_at_ms is not None:  # handed over once: the retry goes to httpx at once
             ctx = ctx._replace(fast=False)
-        result = await probe(dataclasses.replace(sent, timeout_s=left_s), ctx)
+        result = await probe(sent._replace(timeout_s=left_s), ctx)
         if result.handed_at_ms is not None:
             handed_at_ms = result.handed_at_ms
     if handed_at_ms != result.handed_at_ms:

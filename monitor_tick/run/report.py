@@ -4,8 +4,8 @@ run/tick.py; printed by cli/tick.py."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
@@ -15,19 +15,18 @@ if TYPE_CHECKING:
     from monitor_tick.alerts import notify
 
 
-@dataclass
-class TickReport:
+class TickReport(NamedTuple):
     minute: int
     now_ms: int
     claimed: bool
-    covered: list[int] = field(default_factory=list)
+    covered: Sequence[int] = ()
     missed: int = 0
-    due: list[Monitor] = field(default_factory=list)
-    results: list[CheckResult] = field(default_factory=list)
-    invalid: list[tuple[int, str]] = field(default_factory=list)
+    due: Sequence[Monitor] = ()
+    results: Sequence[CheckResult] = ()
+    invalid: Sequence[tuple[int, str]] = ()
     # configuration errors, not recorded: (id, cause) of monitors refused by --block-private, or
     # that cannot be probed here (probes.split_usable)
-    refused: list[tuple[int, str]] = field(default_factory=list)
+    refused: Sequence[tuple[int, str]] = ()
     # a live tick: the ids of `invalid` and `refused` this host says now, its first tick of the
     # hour that had them due (store.record_invalid); None: a --force or --minute run
     said: list[int] | None = None
@@ -78,10 +77,10 @@ class TickReport:
         or --minute run, which never counts as having said them, says every invalid row, and each
         refused one in the minute of the hour schedule.is_hourly_report_minute picks."""
         if self.said is not None:
-            return [(i, c) for i, c in self.invalid + self.refused if i in self.said]
+            return [(i, c) for i, c in [*self.invalid, *self.refused] if i in self.said]
         periods = {m.id: m.effective_interval_sec // clock.S_PER_MINUTE for m in self.due}
         hourly = [(i, c) for i, c in self.refused if schedule.is_hourly_report_minute(self.minute, periods[i])]
-        return self.invalid + hourly
+        return [*self.invalid, *hourly]
 
     def auto_paused_lines(self) -> list[str]:
         """One line per monitor housekeeping auto-paused in this tick (also notified)."""

@@ -5,11 +5,9 @@ of the minute (shares.py)."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -51,10 +49,13 @@ SLOT_HOLD_SHARE = 1 / 15
 # Probes in flight at once, per worker (--concurrency): hanging probes that gave their worker
 # away hold a socket and a lookup thread each until their deadline.
 IN_FLIGHT_PER_WORKER = 4
+# this host's name in the fleet's claims, unless --host-name gives one
+THIS_HOST = os.uname().nodename
 
 
-@dataclass
-class TickOptions:
+class TickOptions(NamedTuple):
+    """A tick's settings (cli/tick.py fills them from the command line)."""
+
     db_path: str
     minute: int | None = None  # None: the live clock; else replay this minute (never catches up)
     force: bool = False
@@ -76,7 +77,7 @@ class TickOptions:
     verify: Any = True
     # the work split on PostgreSQL: this host's name in the claims (`monitor-tick hosts`), and
     # how long a claimed bucket stays ours (must exceed the budget and the hosts' clock skew)
-    host_name: str = field(default_factory=lambda: os.uname().nodename)
+    host_name: str = THIS_HOST
     lease_s: float = DEFAULT_LEASE_S
     # the place this host probes from (--location): monitors with locations are checked once a
     # due minute in each of theirs, shared by that location's hosts only (store/locations.py)
@@ -318,7 +319,7 @@ def canary_monitor(
 
 def canary_options(options: TickOptions, canary: Monitor) -> TickOptions:
     # the admin chose the canary: --block-private guards monitors, not it (a router is private)
-    return dataclasses.replace(options, guard=None, budget_s=canary.timeout_s + 1)
+    return options._replace(guard=None, budget_s=canary.timeout_s + 1)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ what was due in any of them once.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from types import ModuleType
@@ -135,7 +134,7 @@ def run_tick(options: TickOptions) -> TickReport:
         if claim is None:
             if fleet:
                 seen()
-            return TickReport(minute, now_ms, claimed=False)
+            return _unclaimed(minute, now_ms)
         minutes = [minute, *claim.covered]
         rows = select_due_rows(conn, minutes, now_ms, replay=not live)
         run = Run(conn, claim, now_ms, started, live, says=live and not options.force)
@@ -161,13 +160,15 @@ def run_tick(options: TickOptions) -> TickReport:
         if fleet:  # and what its canary said, when it had checks to ask it about
             seen(network_lost=any(r.network_lost for r in rounds) if any(r.results for r in rounds) else None)
         if not rounds:  # every bucket was taken: another host runs this minute
-            return TickReport(minute, now_ms, claimed=False)
+            return _unclaimed(minute, now_ms)
         report = _merged(minute, now_ms, claim, rounds, says=run.says)
         if any(schedule.is_housekeeping_minute(m) for m in minutes):
-            report.housekeeping = store.housekeep(
-                conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
+            report = report._replace(
+                housekeeping=store.housekeep(
+                    conn, now_ms, auto_pause_after_ms=options.auto_pause_after_ms, retention_ms=options.retention_ms
+                )
             )
-        report.no_monitors = report.housekeeping is not None and not store.has_monitors(conn)
+        report = report._replace(no_monitors=report.housekeeping is not None and not store.has_monitors(conn))
         # after the results are committed; nobody is told anything while our network is down
         sending_s = run.left_s(NETWORK_DEADLINE_S, time.perf_counter())
         if not report.network_lost and sending_s >= MIN_PHASE_S and store.has_delivery_work(conn, now_ms):
@@ -175,21 +176,25 @@ def run_tick(options: TickOptions) -> TickReport:
             timeout_s = notify.SEND_TIMEOUT_S if options.notify_timeout_s is None else options.notify_timeout_s
             store.set_busy_timeout(conn, min(options.busy_timeout_s, run.left_s(WRITE_DEADLINE_S, time.perf_counter())))
             budget = min(notify.DELIVERY_BUDGET_S, sending_s)
-            report.delivery = notify.deliver_pending(
-                conn, now_ms, send_timeout_s=min(timeout_s, budget), budget_s=budget
+            report = report._replace(
+                delivery=notify.deliver_pending(conn, now_ms, send_timeout_s=min(timeout_s, budget), budget_s=budget)
             )
     except store.DatabaseError as exc:
         raise store.StoreError(store.describe_error(exc, options.db_path)) from None
     finally:
         conn.close()
-    report.duration_ms = clock.elapsed_ms(started, time.perf_counter())
-    return report
+    return report._replace(duration_ms=clock.elapsed_ms(started, time.perf_counter()))
+
+
+def _unclaimed(minute: int, now_ms: int) -> TickReport:
+    """The report of a tick that found its minute claimed by another run: nothing done."""
+    return TickReport(minute, now_ms, claimed=False, covered=[], due=[], results=[], invalid=[], refused=[])
 
 
 def _round(run: Run, rows: list[dict[str, Any]], options: TickOptions, buckets: store.Buckets | None) -> Round:
     """Probe the monitors of `rows` and write their results (only for `buckets` still held)."""
     share = prepare(run, rows, buckets, options.location)
-    tick_options = dataclasses.replace(options, budget_s=probe_budget_s(run, options, time.perf_counter()))
+    tick_options = options._replace(budget_s=probe_budget_s(run, options, time.perf_counter()))
     probes = _probe(share.usable, tick_options, run.now_ms, share.loaded, share.recent) if share.usable else []
     checked = sort_out(run, share, probes, options)
     canary = None

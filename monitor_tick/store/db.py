@@ -91,7 +91,7 @@ def one(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any]) -
 
 def dicts(conn: Connection, sql: str, params: Sequence[Any] | Mapping[str, Any] = ()) -> list[dict[str, Any]]:
     """Every row of `sql` as a dict keyed by column name (rows that stay inside the store and the
-    commands; frozen dataclasses cross other borders)."""
+    commands; named tuples cross other borders)."""
     cursor = conn.execute(sql, params)
     names = [column[0] for column in cursor.description]
     return [dict(zip(names, row, strict=True)) for row in cursor]

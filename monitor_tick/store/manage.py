@@ -6,7 +6,6 @@ looked up in NFC (model.normal_name): 'café' typed either way is one name."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core import clock, schedule
@@ -81,7 +80,7 @@ def add_monitor(
             name = f"{monitor.name} ({n})"
         owner = owner_id(conn, owner_name) if owner_name else None
         return insert_monitor(
-            conn, replace(monitor, name=name), owner, created_at_ms, alerts, token_sha256, places=places
+            conn, monitor._replace(name=name), owner, created_at_ms, alerts, token_sha256, places=places
         )
 
 

@@ -18,7 +18,6 @@ The plan, minute by minute (M + n):
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import json
 import os
@@ -597,7 +596,7 @@ def test_a_force_rerun_records_only_the_checks_its_location_could_not_decide(
     def eu_1(*, force: bool, budget_s: float) -> None:
         with freeze_time(_at(0, 0), real_asyncio=True):
             options = TickOptions(db_path=url, host_name="eu-1", location="eu", retry_delay_s=0, budget_s=budget_s)
-            run_tick(dataclasses.replace(options, force=force, lease_s=10))
+            run_tick(options._replace(force=force, lease_s=10))
 
     eu_1(force=False, budget_s=0.5)  # the budget cuts /slow off: unknown, not recorded
     assert _location_rollups(url) == {quick: (1, 0)}
