@@ -19,7 +19,7 @@ from monitor_tick.core import clock, quorum
 from monitor_tick.core.model import Monitor
 from monitor_tick.core.redact import redact_url
 from monitor_tick.run.report import TickReport
-from monitor_tick.run.tick import MAX_BUDGET_S, MinuteNotYet, TickOptions, due_now, run_tick
+from monitor_tick.run.tick import MAX_BUDGET_S, THIS_HOST, MinuteNotYet, TickOptions, due_now, run_tick
 
 if TYPE_CHECKING:
     import httpx
@@ -106,7 +106,7 @@ def _run_tick(
         transport=transport,
         lease_s=lease_s,
         location=place,
-        **({"host_name": host_name} if host_name else {}),
+        host_name=host_name or THIS_HOST,
     )
     try:
         if dry_run:

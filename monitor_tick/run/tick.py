@@ -28,6 +28,7 @@ from monitor_tick.run.rounds import (  # noqa: F401
     MIN_PHASE_S,
     NETWORK_DEADLINE_S,
     SLOT_HOLD_SHARE,
+    THIS_HOST,
     WRITE_DEADLINE_S,
     Round,
     Run,
