@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import os
 import re
 import shutil
 import subprocess
@@ -36,7 +35,7 @@ from pathlib import Path
 
 import common  # bench/common.py: monitor_row, db_with, assert_all_up, MINUTE
 import nginx  # bench/nginx.py
-from figures_process import small_tick_rows
+from figures_process import fresh_copy, small_tick_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 COLLECTED = re.compile(r"Collected : (\d+)")
@@ -44,9 +43,7 @@ COLLECTED = re.compile(r"Collected : (\d+)")
 
 def count(argv: list[str], pythonpath: str | None = None) -> int:
     """Instructions one fresh process executes under callgrind (its output file discarded)."""
-    env = {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    env = {**common.CHILD_ENV, **({"PYTHONPATH": pythonpath} if pythonpath else {})}
     done = subprocess.run(
         ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv],
         capture_output=True,
@@ -62,15 +59,12 @@ def count(argv: list[str], pythonpath: str | None = None) -> int:
     return int(found.group(1))
 
 
-def tick_count(template: str, pythonpath: str | None) -> int:
-    """One tick of a fresh copy of `template` (a tick claims its minute, as cron's does)."""
-    copy = str(common.OUT / "instructions-run.db")
-    shutil.copy(template, copy)
-    for suffix in ("-wal", "-shm"):
-        Path(copy + suffix).unlink(missing_ok=True)
+def tick_count(template: str, pythonpath: str | None, *, due: int = 0) -> int:
+    """One tick of a fresh copy of `template`; its `due` monitors must all have been checked up."""
+    copy = fresh_copy(template)
     counted = count([sys.executable, "-m", "monitor_tick", "--db", copy, "--minute", str(common.MINUTE)], pythonpath)
-    if template.endswith("due.db"):
-        common.assert_all_up(copy, 10)
+    if due:
+        common.assert_all_up(copy, due)
     return counted
 
 
@@ -108,7 +102,7 @@ def main() -> int:
         url = f"http://127.0.0.1:{server.port}/"
         idle = common.db_with("instructions-idle.db", small_tick_rows(10, url, enabled=False))
         due = common.db_with("instructions-due.db", small_tick_rows(10, url))
-        counts = {name: (tick_count(idle, path), tick_count(due, path)) for name, path in trees}
+        counts = {name: (tick_count(idle, path), tick_count(due, path, due=10)) for name, path in trees}
     for name, (idle_n, due_n) in counts.items():
         print(
             f"{name}: idle tick {idle_n / 1e6:,.1f}M ({idle_n / bare:.2f}x the reference), "
