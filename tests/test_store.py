@@ -35,6 +35,23 @@ def test_a_new_database_gets_the_schema_and_is_private_to_its_owner(tmp_path: Pa
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
 
 
+@pytest.mark.parametrize("name", ["50%?#1.db", "caf\u00e9 \u65e5\u672c.db", "a+b=c;d@e,f!g$h&i'j(k)l*m~_.-.db"])
+def test_a_file_name_with_uri_syntax_or_beyond_ascii_opens_that_file(tmp_path: Path, name: str) -> None:
+    """The file is opened by URI (store/sqlite.py, _uri_path): its name is escaped as
+    urllib.parse.quote escapes it, and the database is the file of that name, no other."""
+    from urllib.parse import quote
+
+    from monitor_tick.store.sqlite import _uri_path
+
+    path = tmp_path / name
+    assert _uri_path(str(path)) == quote(str(path))
+    store.open_db(str(path)).close()
+    assert [p.name for p in tmp_path.iterdir() if p.suffix == ".db"] == [name]
+    conn = store.open_db(str(path))
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == store.SCHEMA_VERSION
+    conn.close()
+
+
 def test_the_packaged_schema_is_the_top_level_schema() -> None:
     top = Path(__file__).resolve().parent.parent / "schema.sql"
     assert store.schema_sql() == top.read_text(encoding="utf-8")

@@ -7,10 +7,10 @@ Sending lives in alerts/notify.py; state lives in store/deliveries.py.
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import NamedTuple
 
 from monitor_tick.core import clock
 from monitor_tick.core.model import CheckResult
+from monitor_tick.core.records import NamedTuple
 from monitor_tick.core.redact import redact_url
 
 # More than this many events of one kind for one channel in one delivery run: one summary.

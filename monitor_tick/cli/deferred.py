@@ -19,8 +19,8 @@ The one other deferred import of the command line is Typer itself, in entry.main
 from __future__ import annotations
 
 from types import ModuleType
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     from monitor_tick.probes.guard import AddressGuard
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from monitor_tick.cli.options import parse_tick_args
 from monitor_tick.cli.tick import fail_line, run_tick_command, stdout_reader_may_leave
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     import httpx
 

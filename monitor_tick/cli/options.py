@@ -12,10 +12,10 @@ Nothing here imports httpx, asyncio or Typer.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
 
 from monitor_tick import store
 from monitor_tick.core import clock
+from monitor_tick.core.records import NamedTuple
 from monitor_tick.run.rounds import (
     DEFAULT_BUDGET_S,
     DEFAULT_CATCH_UP_MINUTES,
@@ -26,6 +26,10 @@ from monitor_tick.run.rounds import (
     MAX_BUDGET_S,
     SLOT_HOLD_SHARE,
 )
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_DB = "monitor-tick.db"
 DB_ENVVAR = "MONITOR_TICK_DB"

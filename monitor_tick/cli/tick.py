@@ -10,18 +10,19 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
 
 from monitor_tick import store
 from monitor_tick.cli import deferred
 from monitor_tick.cli.options import DEFAULT_DB, STATUS_TITLE_ENVVAR
 from monitor_tick.core import clock, quorum
 from monitor_tick.core.model import Monitor
-from monitor_tick.core.redact import redact_url
 from monitor_tick.run.report import TickReport
 from monitor_tick.run.tick import MAX_BUDGET_S, THIS_HOST, MinuteNotYet, TickOptions, due_now, run_tick
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     import httpx
 
 
@@ -219,6 +220,8 @@ def stdout_reader_may_leave() -> Iterator[None]:
 
 
 def _print_dry_run(minute: int, monitors: list[Monitor], invalid: list[tuple[int, str]], as_json: bool) -> None:
+    from monitor_tick.core.redact import redact_url  # deferred: a tick that probes never shows a URL here
+
     if as_json:
         emit_json(
             {

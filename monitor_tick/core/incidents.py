@@ -13,7 +13,8 @@ incident I/O. Counting lives on the open incident (`Open`), not on the monitor.
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+
+from monitor_tick.core.records import NamedTuple
 
 SUSPECTED = "suspected"
 CONFIRMED = "confirmed"

@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Iterable, Mapping
-from typing import Any, Literal, NamedTuple
 
 from monitor_tick.core.clock import date_from_ms, days_left, format_duration_s
+from monitor_tick.core.records import NamedTuple
 
-Status = Literal["up", "down", "unknown"]
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    Status = Literal["up", "down", "unknown"]
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 # The largest --timeout: 5 s under the tick's 30 s probe budget, so a probe that starts late

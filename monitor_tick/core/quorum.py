@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Mapping
-from typing import NamedTuple
+
+from monitor_tick.core.records import NamedTuple
 
 DEFAULT = "default"  # the location of hosts without --location
 ALL = "all"  # a monitor's locations: every location a host ticked from in the last 7 days

@@ -5,8 +5,11 @@ from __future__ import annotations
 import ipaddress
 import re
 import string
-from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 REDACTED = "***"
 # schemes whose query is our own settings, never a secret (dns://name?type=A&server=IP,

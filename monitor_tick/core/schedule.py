@@ -25,7 +25,6 @@ hold it to the SQL's choices too); the bench and the tests use load_shape.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
 
 from monitor_tick.core.clock import (
     MINUTES_PER_DAY,
@@ -35,6 +34,7 @@ from monitor_tick.core.clock import (
     first_minute_from_ms,
     minute_start_ms,
 )
+from monitor_tick.core.records import NamedTuple
 
 # Housekeeping (auto-pause, rollup retention) runs once a day in this minute of the UTC day:
 # 03:17, away from the :00 boundaries where aligned monitors pile up.

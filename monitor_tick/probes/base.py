@@ -6,13 +6,16 @@ import ipaddress
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+from typing import Protocol  # a probe's tick has imported typing with asyncio
 from urllib.parse import urlsplit
 
 from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.core.records import NamedTuple
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     import ssl
+    from typing import Any
 
     import httpx
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
+from monitor_tick.core.records import NamedTuple
 from monitor_tick.probes.guard import UNIX_SOCKETS, AddressGuard, BlockedAddress
 from monitor_tick.probes.net import (
     cause_of_os_error,
@@ -32,6 +32,10 @@ from monitor_tick.probes.net import (
     expiry_cause,
     prefixed,
 )
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 AUTHENTICATION_FAILED = "authentication failed"
 NO_DATABASE = "database does not exist"

@@ -34,12 +34,15 @@ import socket
 import ssl
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick.core.model import Monitor
+from monitor_tick.core.records import NamedTuple
 from monitor_tick.probes import request
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     import httpx
 
 # what httpx's client sends unless told otherwise, but for the encoding: the fast path reads

@@ -5,13 +5,16 @@ run/tick.py; printed by cli/tick.py."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import CheckResult, Monitor
+from monitor_tick.core.records import NamedTuple
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from monitor_tick.alerts import notify
 
 

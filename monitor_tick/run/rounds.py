@@ -9,13 +9,16 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick import store
 from monitor_tick.core import clock, quorum
 from monitor_tick.core.model import CheckResult, InvalidMonitor, Monitor, ProbeResult, Recent
+from monitor_tick.core.records import NamedTuple
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     import httpx
 
     from monitor_tick.probes.guard import AddressGuard

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import time
 from types import ModuleType
-from typing import Any
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
@@ -45,6 +44,10 @@ from monitor_tick.run.rounds import (  # noqa: F401
     sort_out,
     split_rows,
 )
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class MinuteNotYet(ValueError):

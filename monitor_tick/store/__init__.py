@@ -34,7 +34,7 @@ The public API is what is imported below (callers write `store.open_db(...)`); t
 module is its own.
 """
 
-from typing import Any
+from __future__ import annotations
 
 from monitor_tick.store import locations, locationsql
 from monitor_tick.store.accounts import (
@@ -133,6 +133,10 @@ from monitor_tick.store.sqlite import (
     describe_error,
     schema_sql,
 )
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "locations",

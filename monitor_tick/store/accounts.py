@@ -5,8 +5,6 @@ name."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from monitor_tick.core.model import normal_name
 from monitor_tick.store.db import (
     IN_SCHEDULED_WINDOW,
@@ -18,7 +16,10 @@ from monitor_tick.store.db import (
 )
 from monitor_tick.store.manage import owner_id, plan_id, scope
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from monitor_tick.store.db import Connection
 
 

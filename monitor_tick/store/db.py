@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     from sqlite3 import Connection, Cursor
+    from typing import Any
 
 # A monitor's settings for `FROM monitors m`: every Monitor field is a column of the same name,
 # so an option added to core/model.py is read by list, report and the status page without an edit.

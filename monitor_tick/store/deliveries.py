@@ -6,12 +6,15 @@ IMMEDIATE, so overlapping ticks never hold the same delivery."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
 
+from monitor_tick.core.records import NamedTuple
 from monitor_tick.store.db import StoreError, dicts, insert_row, inserted_id, one, write_tx
 from monitor_tick.store.manage import scope
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from monitor_tick.store.db import Connection
 
 CANARY_SETTING = "network_canary_url"

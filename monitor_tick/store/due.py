@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from monitor_tick.store.db import IN_SCHEDULED_WINDOW, dicts, greatest, statement
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from monitor_tick.core.model import Recent
     from monitor_tick.store.db import Connection
 

@@ -7,12 +7,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from types import ModuleType
-from typing import Any, TypeVar
 
 from monitor_tick.store import sqlite
 from monitor_tick.store.db import StoreError, is_postgres_url
 
-_T = TypeVar("_T")
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
+
 EXTRA_HINT = "PostgreSQL needs psycopg: pip install 'monitor-tick[postgres]'"
 
 

@@ -8,11 +8,11 @@ address guard, whether this machine may ping), which are not the reader's."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from monitor_tick.core.clock import MS_PER_HOUR, hour_start_ms
 from monitor_tick.store.db import write_tx
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 

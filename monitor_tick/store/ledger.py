@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, NamedTuple
 
+from monitor_tick.core.records import NamedTuple
 from monitor_tick.store.db import one, statement, write_tx
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 

@@ -11,19 +11,22 @@ Monitors without locations never come here: they keep the fleet-wide claims of l
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from monitor_tick.core import quorum
 from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms
 from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Open, Transition
 from monitor_tick.core.model import AlertSettings, CheckResult
+from monitor_tick.core.records import NamedTuple
 from monitor_tick.store.db import dicts, one, write_tx
 from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import Claim
 from monitor_tick.store.locationsql import LOCATION_BUCKETS, parse_figures, single_location, sql
 from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from monitor_tick.store.db import Connection
 
 CLOSE_AFTER_MS = 2 * MS_PER_MINUTE  # a minute closes this long after its first write (server clock)

@@ -5,11 +5,12 @@ hourly figures of each location (location_rollups.figures), which `show` gives."
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from monitor_tick.store.db import statement
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from monitor_tick.store.db import Connection
 
 LOCATION_BUCKETS = 16  # a monitor with locations falls in bucket id % 16 of each of its locations

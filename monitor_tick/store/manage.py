@@ -6,8 +6,6 @@ looked up in NFC (model.normal_name): 'café' typed either way is one name."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from monitor_tick.core import clock, schedule
 from monitor_tick.core.model import COMMON_SETTINGS, OPTIONS, AlertSettings, Monitor, normal_name
 from monitor_tick.store.db import (
@@ -24,7 +22,10 @@ from monitor_tick.store.due import FLOOR
 from monitor_tick.store.locationsql import location_figures
 from monitor_tick.store.reads import INVALID_COLUMNS, LATEST_RESULTS
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from monitor_tick.store.db import Connection
 
 

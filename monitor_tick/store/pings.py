@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from monitor_tick.core.model import Pings
 from monitor_tick.store.db import StoreError, one, statement, write_tx
 from monitor_tick.store.manage import monitor_id
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 

@@ -5,12 +5,14 @@ Nothing here is written per check; all of it is derived from rollups, incidents 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.clock import MINUTES_PER_DAY, MS_PER_DAY, hour_start_ms
 from monitor_tick.store.db import IN_MAINTENANCE, SETTING_COLUMNS, dicts, one
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    from typing import Any
+
     from monitor_tick.store.db import Connection
 
 # What the newest tick that had monitor `m` due found when it could not probe it (see

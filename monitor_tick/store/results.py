@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
 
 from monitor_tick.core.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.core.incidents import Open, Step, Transition, step
 from monitor_tick.core.model import AlertSettings, CheckResult
+from monitor_tick.core.records import NamedTuple
 from monitor_tick.store.db import greatest, inserted_id, least, one, statement, write_tx
 from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import BUCKETS, Buckets, Rerun
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Callable, Iterator
-from typing import TypeVar
-from urllib.parse import quote
 
 from monitor_tick.store.db import OlderSchemaError, StoreError, script_statements
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import TypeVar
+
+    _T = TypeVar("_T")
+
 SCHEMA_VERSION = 17
-_T = TypeVar("_T")
 DEFAULT_BUSY_TIMEOUT_S = 10.0
 
 
@@ -152,8 +155,15 @@ def _file_id(path: str) -> tuple[int, int] | None:
     return found.st_dev, found.st_ino
 
 
+# What urllib.parse.quote leaves as it is in a path (its unreserved characters, and "/"); it is not
+# imported for this alone (with ipaddress, about a tenth of an idle tick's own instructions).
+_URI_PATH_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-~/")
+
+
 def _uri_path(path: str) -> str:
-    return quote(os.path.abspath(path))  # '%', '?' and '#' are URI syntax, not file name
+    """The absolute path as a URI's path, as urllib.parse.quote writes it: '%', '?' and '#' are
+    URI syntax, not file name, and every byte of a non-ASCII name is escaped."""
+    return "".join(chr(byte) if byte in _URI_PATH_SAFE else f"%{byte:02X}" for byte in os.path.abspath(path).encode())
 
 
 def _create_private_file(path: str) -> None:
