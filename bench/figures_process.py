@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import random
 import shutil
-import sys
 from pathlib import Path
 
 import nginx  # bench/nginx.py
@@ -17,6 +16,7 @@ from common import (  # bench/common.py: what the figures share with bench/kuma.
     Figure,
     assert_all_up,
     db_with,
+    installed_python,
     lean_server,
     median,
     monitor_row,
@@ -55,6 +55,7 @@ def idle() -> Figure:
     back to back, which of the two goes first alternating from pair to pair, so that both see the
     same phase of a shared machine; the ratio is the median of the pairs' ratios."""
     count, runs, window_min = 10_000, 21, 5
+    argv, python = monitor_tick_argv(), installed_python()  # made before the window opens
     first_minute = clock.minute_of_ms(clock.now_ms())
     template = db_with("idle.db", idle_rows(count, first_minute, window_min, random.Random(3)))
     conn = store.open_db(template)
@@ -64,14 +65,13 @@ def idle() -> Figure:
     copy = str(OUT / "idle-run.db")
     bare: list[tuple[float, int]] = []
     tick: list[tuple[float, int]] = []
-    argv = monitor_tick_argv()
     for run in range(runs):
         shutil.copy(template, copy)  # a fresh copy: each run claims its minute, as cron's does
         for suffix in ("-wal", "-shm"):
             Path(copy + suffix).unlink(missing_ok=True)
         if run % 2:
             tick.append(run_child([*argv, "--db", copy]))
-        bare.append(run_child([sys.executable, "-c", "import sqlite3"]))
+        bare.append(run_child([python, "-c", "import sqlite3"]))
         if not run % 2:
             tick.append(run_child([*argv, "--db", copy]))
     if clock.minute_of_ms(clock.now_ms()) >= first_minute + window_min:
@@ -198,7 +198,7 @@ def small_tick() -> Figure:
             idle_runs += timed_ticks(paused, 1)
             due_runs += timed_ticks(due, 1)
             tls_runs += timed_ticks(mixed, 1, {"SSL_CERT_FILE": server.ca_file})
-            floor_runs.append(run_child([sys.executable, "-c", _HTTPX_FLOOR, http_url]))
+            floor_runs.append(run_child([installed_python(), "-c", _HTTPX_FLOOR, http_url]))
     for template in (due, mixed):  # the last copy of each: every check came back up
         assert_all_up(copy_of(template), count)
     idle_s, due_s, tls_s, floor_s = (median([w for w, _ in r]) for r in (idle_runs, due_runs, tls_runs, floor_runs))

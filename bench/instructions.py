@@ -6,7 +6,8 @@
 A shared machine's load moves the timed figures (3 and 8 of bench/run.py) by 10-30% from one
 run to the next, far more than most changes to a tick's start-up. Callgrind counts the
 instructions a process executes, which do not depend on what else the machine is doing: the same
-command gives the same count to a fraction of a percent. Counted here, each a fresh process:
+command gives the same count to a fraction of a percent. Counted here, each a fresh process of
+the tree as a user installs it (common.INSTALLED, as the timed figures run it):
 
 - `python -c 'import sqlite3'`: figure 3's reference;
 - an idle tick: `monitor-tick --db COPY --minute M` of 10 paused monitors;
@@ -14,7 +15,7 @@ command gives the same count to a fraction of a percent. Counted here, each a fr
   asserted up afterwards).
 
 With --base, REV is checked out in a temporary worktree and counted in the same run
-(its modules first on PYTHONPATH, compiled beforehand as the working tree's are), so that a
+(its modules first on PYTHONPATH, compiled beforehand as the installed tree's are), so that a
 change's effect is read side by side. The counts include valgrind's own start-up of the
 interpreter, as every fresh process has it; they are not times, and one instruction is not one
 cycle (a cache miss costs more), so the timed figures stay what the goals are judged on.
@@ -62,7 +63,8 @@ def count(argv: list[str], pythonpath: str | None = None) -> int:
 def tick_count(template: str, pythonpath: str | None, *, due: int = 0) -> int:
     """One tick of a fresh copy of `template`; its `due` monitors must all have been checked up."""
     copy = fresh_copy(template)
-    counted = count([sys.executable, "-m", "monitor_tick", "--db", copy, "--minute", str(common.MINUTE)], pythonpath)
+    argv = [common.installed_python(), "-m", "monitor_tick", "--db", copy, "--minute", str(common.MINUTE)]
+    counted = count(argv, pythonpath)
     if due:
         common.assert_all_up(copy, due)
     return counted
@@ -91,9 +93,8 @@ def main() -> int:
         if found is None:
             print(f"skipped: {needed} is not installed (Debian: apt-get install {needed})")
             return 0
-    compileall.compile_dir(str(ROOT / "monitor_tick"), quiet=1)
     trees: list[tuple[str, str | None]] = [("this tree", None)]
-    bare = count([sys.executable, "-c", "import sqlite3"])
+    bare = count([common.installed_python(), "-c", "import sqlite3"])
     print(f"python -c 'import sqlite3': {bare / 1e6:,.1f}M instructions")
     with ExitStack() as stack:
         if args.base:
