@@ -248,6 +248,9 @@ def test_an_idle_tick_imports_no_typer_httpx_asyncio_psycopg_dataclasses_or_typi
         "inspect",
         # typing is a sixth of what is left: the records are made without it (core/records.py)
         "typing",
+        # json (its decoder, scanner and C speedups): only for ids when there are some
+        # (store/db.py, to_json), and for --json
+        "json",
         "typer",
         "click",
         "httpx",

@@ -5,7 +5,6 @@ tick did and returns the exit code. Nothing here imports httpx, asyncio or Typer
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -183,6 +182,8 @@ def _duration_s(text: str, option: str, *, zero_is_none: bool = False) -> float:
 
 
 def emit_json(value: Any) -> None:
+    import json  # deferred: a tick without --json never needs it
+
     print(json.dumps(value, separators=(",", ":")))
 
 

@@ -68,6 +68,21 @@ def write_tx(conn: Connection) -> Iterator[None]:
     conn.execute("COMMIT")
 
 
+def to_json(value: object, **options: Any) -> str:
+    """json.dumps(value): the id arrays the SQL reads with json_each, and the like. json (its
+    decoder, scanner and C speedups) is imported on first use, which an idle tick never makes."""
+    import json
+
+    return json.dumps(value, **options)
+
+
+def from_json(text: str) -> Any:
+    """json.loads(text), imported on first use as in to_json."""
+    import json
+
+    return json.loads(text)
+
+
 def statement(conn: Connection, name: str, text: str) -> str:
     """`text`, or the engine's own text for the statement `name` where its syntax differs."""
     return conn.statements.get(name, text)  # type: ignore[attr-defined,no-any-return]

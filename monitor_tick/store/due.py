@@ -3,10 +3,9 @@ row: DUE_IDS), and the newest rollup hour of each, which orders their probes."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
-from monitor_tick.store.db import IN_SCHEDULED_WINDOW, dicts, greatest, statement
+from monitor_tick.store.db import IN_SCHEDULED_WINDOW, dicts, from_json, greatest, statement, to_json
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
@@ -237,8 +236,10 @@ def due_ids(conn: Connection, minute: int, now_ms: int) -> dict[int, int | None]
     a row whose interval is unusable; see DUE_IDS); `now_ms` decides plan expiry and
     maintenance. The selection itself: indexes only for nearly every due monitor."""
     ids, intervals = conn.execute(statement(conn, "due_ids", DUE_IDS), {"minute": minute, "now_ms": now_ms}).fetchone()
+    if ids == "[]":  # nothing due (both engines' empty array): nothing to read
+        return {}
     # a monitor that comes out of two parts comes with the same interval: the dict keeps it once
-    return dict(zip(json.loads(ids), json.loads(intervals), strict=True))
+    return dict(zip(from_json(ids), from_json(intervals), strict=True))
 
 
 def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any]]:
@@ -248,7 +249,7 @@ def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any
     effective = due_ids(conn, minute, now_ms)
     if not effective:
         return []
-    rows = dicts(conn, statement(conn, "due_rows", DUE_ROWS), (json.dumps(sorted(effective)),))
+    rows = dicts(conn, statement(conn, "due_rows", DUE_ROWS), (to_json(sorted(effective)),))
     for row in rows:
         row["effective_interval_sec"] = effective[row["id"]]
     # SQLite returns them in the array's order already; PostgreSQL's IN gives no order
@@ -269,7 +270,7 @@ def recent_rollups(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, Re
     checks that the fast path would hand over: run/fanout.py)."""
     if not monitor_ids:
         return {}
-    rows = conn.execute(statement(conn, "recent_rollups", RECENT_ROLLUPS), (json.dumps(list(monitor_ids)),))
+    rows = conn.execute(statement(conn, "recent_rollups", RECENT_ROLLUPS), (to_json(list(monitor_ids)),))
     return {
         int(monitor): (int(failures), latency, int(last), handed) for monitor, failures, latency, last, handed in rows
     }

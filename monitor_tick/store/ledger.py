@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import json
-
 from monitor_tick.core.records import NamedTuple
-from monitor_tick.store.db import one, statement, write_tx
+from monitor_tick.store.db import from_json, one, statement, write_tx
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
@@ -144,7 +142,7 @@ def _claim_forced(conn: Connection, minute: int, started_at_ms: int) -> Claim:
             (row[0],),
         ).fetchone()
     if run is not None:
-        unrecorded = frozenset(int(i) for i in json.loads(run[2] or "[]"))
+        unrecorded = frozenset(int(i) for i in from_json(run[2] or "[]"))
         return Claim(minute, [], 0, Rerun(int(run[0]), int(run[1]), unrecorded))
     conn.execute(
         "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) "

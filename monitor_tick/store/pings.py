@@ -3,11 +3,10 @@ rollups)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from monitor_tick.core.model import Pings
-from monitor_tick.store.db import StoreError, one, statement, write_tx
+from monitor_tick.store.db import StoreError, one, statement, to_json, write_tx
 from monitor_tick.store.manage import monitor_id
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
@@ -29,7 +28,7 @@ def heartbeat_pings(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, P
     """The last signals of these monitors, in one query (the tick hands them to the heartbeat probe)."""
     return {
         int(row[0]): Pings(int(row[1]), row[2], bool(row[3]), row[4])
-        for row in conn.execute(statement(conn, "heartbeat_pings", _HEARTBEAT_PINGS), (json.dumps(list(monitor_ids)),))
+        for row in conn.execute(statement(conn, "heartbeat_pings", _HEARTBEAT_PINGS), (to_json(list(monitor_ids)),))
     }
 
 

@@ -4,14 +4,13 @@ state), the ledger's figures; and the daily housekeeping (auto-pause, retention)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 
 from monitor_tick.core.clock import MS_PER_DAY, hour_start_ms, minute_of_ms
 from monitor_tick.core.incidents import Open, Step, Transition, step
 from monitor_tick.core.model import AlertSettings, CheckResult
 from monitor_tick.core.records import NamedTuple
-from monitor_tick.store.db import greatest, inserted_id, least, one, statement, write_tx
+from monitor_tick.store.db import from_json, greatest, inserted_id, least, one, statement, to_json, write_tx
 from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import BUCKETS, Buckets, Rerun
 
@@ -198,7 +197,7 @@ def write_results(
         minute_finished_ms: int | None = finished_at_ms
         if buckets is not None:
             _finish_buckets(conn, buckets, held, results, finished_at_ms)
-            unrecorded += json.loads(
+            unrecorded += from_json(
                 one(conn, "SELECT unrecorded_ids FROM ticks WHERE minute = ?", (own_minute,)) or "[]"
             )
             if one(conn, _FINISHED_BUCKETS, (own_minute,)) != BUCKETS:
@@ -257,10 +256,10 @@ def _finish_buckets(
     recorded = [r.monitor_id for r in results if r.status != "unknown"]
     params = {
         "finished_at_ms": finished_at_ms,
-        "recorded": json.dumps(recorded),
+        "recorded": to_json(recorded),
         "minute": buckets.minute,
         "token": buckets.token,
-        "held": json.dumps(sorted(held)),
+        "held": to_json(sorted(held)),
     }
     conn.execute(statement(conn, "finish_buckets", FINISH_BUCKETS), params)
 
@@ -271,7 +270,7 @@ _NEVER = 2**62  # no instant is counted after it: for replays every newer check 
 def _id_list(ids: Iterable[int]) -> str | None:
     """Monitor ids as a ledger column holds them: a JSON array, NULL when there are none."""
     ordered = sorted(set(ids))
-    return json.dumps(ordered, separators=(",", ":")) if ordered else None
+    return to_json(ordered, separators=(",", ":")) if ordered else None
 
 
 def _newer_check_exists(conn: Connection, monitor: int, at_ms: int, ahead_after_ms: int) -> bool:
@@ -367,11 +366,11 @@ _ALERT_THRESHOLDS = (
 
 def _alert_thresholds(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, AlertSettings]:
     """The alert settings of those of `monitor_ids` that still exist."""
+    if not monitor_ids:  # an idle tick's: no query to make
+        return {}
     return {
         row[0]: AlertSettings(row[1], row[2], row[3])
-        for row in conn.execute(
-            statement(conn, "alert_thresholds", _ALERT_THRESHOLDS), (json.dumps(list(monitor_ids)),)
-        )
+        for row in conn.execute(statement(conn, "alert_thresholds", _ALERT_THRESHOLDS), (to_json(list(monitor_ids)),))
     }
 
 
