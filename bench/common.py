@@ -9,6 +9,7 @@ runs with bench/ first on sys.path.
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import os
 import shutil
@@ -190,9 +191,12 @@ INSTALLED = (
 )
 
 
+@functools.cache
 def installed_python() -> str:
-    """The interpreter of INSTALLED, made on first use and made again when the tree's package
-    has changed since (about 25 s: a wheel built from the tree, installed in a new venv)."""
+    """The interpreter of INSTALLED, made on first use and made again when the tree's package,
+    or the bench's interpreter or venv, has changed since (about 25 s: a wheel built from the
+    tree, installed in a new venv). Checked once per process, so that a tree edited while a
+    figure runs never gives it two trees."""
     python = INSTALLED / "bin" / "python"
     stamp = INSTALLED / "source.sha256"
     digest = _source_digest()
@@ -222,8 +226,9 @@ def installed_python() -> str:
 
 
 def _source_digest() -> str:
-    """A digest of what the wheel is built from: the package, the build settings and the schema."""
-    digest = hashlib.sha256()
+    """A digest of what the copy is made of: the package, the build settings and the schema it
+    is built from, and the interpreter and the dependencies' directory it is installed with."""
+    digest = hashlib.sha256(f"{sys.version}\0{sys.executable}\0{sysconfig.get_paths()['purelib']}\0".encode())
     files = [*sorted((ROOT / "monitor_tick").rglob("*")), ROOT / "pyproject.toml", ROOT / "schema.sql"]
     for path in files:
         if path.is_file() and "__pycache__" not in path.parts:

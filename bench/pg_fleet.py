@@ -101,12 +101,13 @@ def ticks(db: str, hosts: int, minute: int, server: Server | None) -> Run:
         with server.admin() as admin:
             admin.execute("SELECT pg_stat_statements_reset()")
         server_before = server_cpu_s(server)
+    argv = common.monitor_tick_argv()  # made (the installed copy) before it is measured
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     options = ["--concurrency", "50", "--budget", "30s", "--lease", "40s"]
     processes = [
         subprocess.Popen(
-            [*common.monitor_tick_argv(), "--db", db, "--host-name", f"h{n}", *options],
+            [*argv, "--db", db, "--host-name", f"h{n}", *options],
             env=env,
             stdout=subprocess.DEVNULL,
         )
