@@ -38,7 +38,6 @@ import common  # bench/common.py: monitor_row, db_with, assert_all_up, MINUTE
 import nginx  # bench/nginx.py
 from figures_process import fresh_copy, small_tick_rows
 
-ROOT = Path(__file__).resolve().parent.parent
 COLLECTED = re.compile(r"Collected : (\d+)")
 
 
@@ -77,12 +76,12 @@ def base_tree(revision: str) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="monitor-tick-base-") as parent:
         path = str(Path(parent) / "tree")
         added = ["git", "worktree", "add", "--detach", path, revision]
-        subprocess.run(added, cwd=ROOT, check=True, capture_output=True)
+        subprocess.run(added, cwd=common.ROOT, check=True, capture_output=True)
         try:
             compileall.compile_dir(str(Path(path) / "monitor_tick"), quiet=1)
             yield path
         finally:
-            subprocess.run(["git", "worktree", "remove", "--force", path], cwd=ROOT, check=False)
+            subprocess.run(["git", "worktree", "remove", "--force", path], cwd=common.ROOT, check=False)
 
 
 def main() -> int:
