@@ -27,8 +27,10 @@ from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.http import probe_http
 from monitor_tick.probes.request import DefaultTrust
-from monitor_tick.run import fanout
+from monitor_tick.run import bare, fanout
+from monitor_tick.run import tick as run_tick_module
 from monitor_tick.run.fanout import make_client, ssl_context
+from monitor_tick.run.rounds import TickOptions, probe_context
 from tests.conftest import add, respx_transport
 from tests.servers import (
     LocalServer,
@@ -51,7 +53,8 @@ def monitor(url: str, **settings: object) -> Monitor:
 
 def probe_both(m: Monitor, verify: object = True) -> tuple[ProbeResult, ProbeResult]:
     """(through httpx's own transport, through the fast path), without latency, on the event
-    loop the tick uses."""
+    loop the tick uses; and the fast path on the bare loop, as a tick of plain checks sends it
+    (run/bare.py), which must give the fast path's result."""
 
     async def main() -> tuple[ProbeResult, ProbeResult]:
         out = []
@@ -62,7 +65,20 @@ def probe_both(m: Monitor, verify: object = True) -> tuple[ProbeResult, ProbeRes
             out.append(ProbeResult(result.status, None, result.http_status, result.cause))
         return out[0], out[1]
 
-    return asyncio.run(main())
+    default, fast = asyncio.run(main())
+    assert probe_bare(m, verify) == fast
+    return default, fast
+
+
+def probe_bare(m: Monitor, verify: object = True) -> ProbeResult:
+    """The check as a tick of plain checks makes it: on the bare loop, and what that hands over
+    through httpx on asyncio's loop; without latency. (Its retries are tried at once.)"""
+    context = httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
+    options = TickOptions("unused.db", verify=context, retry_delay_s=0, budget_s=10)
+    ctx = probe_context(options, 0, {}, 1, bare=True)
+    assert bare.requests([m], ctx) is not None or m.method != "GET" or m.body is not None
+    [result] = run_tick_module._probe([m], options, 0, {})
+    return ProbeResult(result.status, None, result.http_status, result.cause)
 
 
 @pytest.fixture(scope="module")
@@ -234,6 +250,44 @@ def test_a_probe_that_ends_mid_handshake_leaves_no_socket_open(
         assert result is not None and (result.status, result.cause) == ("down", "timeout")
 
 
+@pytest.mark.parametrize("cut", ["deadline", "budget"])
+def test_on_the_bare_loop_a_probe_that_ends_mid_handshake_leaves_no_socket_open(
+    monkeypatch: pytest.MonkeyPatch, cut: str
+) -> None:
+    """The same on the bare loop (a tick of plain checks): its deadline, or the tick's budget,
+    closes the socket of a handshake that never ends, and the loop's own."""
+    unclosed: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: unclosed.append(str(unraisable.exc_value)))
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        m = monitor(f"https://127.0.0.1:{listener.getsockname()[1]}/", timeout_s=SHORT_S if cut == "deadline" else 20)
+        budget_s = 10 if cut == "deadline" else SHORT_S
+        options = TickOptions("unused.db", verify=ssl.create_default_context(), retry_delay_s=0, budget_s=budget_s)
+        [result] = run_tick_module._probe([m._replace(retries=0)], options, 0, {})
+        gc.collect()
+    assert unclosed == []
+    if cut == "deadline":
+        assert (result.status, result.cause) == ("down", "timeout")
+    else:
+        assert result == fanout.CUT_OFF
+
+
+def test_on_the_bare_loop_a_peer_that_never_answers_its_tls_close_holds_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    unclosed: list[str] = []
+    monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: unclosed.append(str(unraisable.exc_value)))
+    pair = valid_cert()
+    with LocalServer(tls=pair.server_context) as srv:
+        srv.route("/never-closes", _answer_and_never_close)
+        options = TickOptions("unused.db", verify=pair.client_context(), retry_delay_s=0, budget_s=5)
+        [result] = run_tick_module._probe([monitor(srv.url("/never-closes"), retries=0)], options, 0, {})
+        gc.collect()
+    assert (result.status, result.http_status) == ("up", 200)
+    assert unclosed == []
+
+
 def test_every_tick_takes_the_fast_path_unless_a_transport_a_guard_or_a_proxy_says_otherwise(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -310,8 +364,9 @@ def test_only_a_get_without_a_body_goes_on_the_wire(server: LocalServer) -> None
         before = len(server.requests)
         default, fast = probe_both(monitor(server.url("/redirect/1"), method=method, body=body, retries=0))
         assert fast == default, method
-        # each path: the request, then the redirected GET httpx makes
-        assert [r.path for r in server.requests[before:]] == ["/redirect/1", "/ok"] * 2, method
+        # each path (httpx, the fast path on asyncio's loop, a tick that would use the bare
+        # loop): the request, then the redirected GET httpx makes
+        assert [r.path for r in server.requests[before:]] == ["/redirect/1", "/ok"] * 3, method
 
 
 def test_headers_without_end_are_a_protocol_error_through_either_path(server: LocalServer) -> None:
@@ -411,7 +466,9 @@ def test_a_tick_of_ten_plain_checks_never_imports_httpx(
     server: LocalServer, db_path: str, conn: sqlite3.Connection, last_path: str, imports_httpx: bool
 ) -> None:
     """The fast path needs no httpx, and a tick imports it only when a check does (here a
-    redirect, which httpx follows): `python -X importtime` lists every module the command loads."""
+    redirect, which httpx follows): `python -X importtime` lists every module the command loads.
+    Nor asyncio, on the bare loop (run/bare.py), and what it brings: a check handed to httpx
+    brings them, for that check only. (httptools 0.9 imports typing.)"""
     for n in range(9):
         add(conn, server.url(f"/ok?m={n}"), retries=0)
     add(conn, server.url(last_path), retries=0)
@@ -421,6 +478,8 @@ def test_a_tick_of_ten_plain_checks_never_imports_httpx(
     assert done.returncode == 0 and done.stdout == "", done.stdout
     assert [line for line in done.stderr.splitlines() if not line.startswith("import time:")] == []
     assert ("httpx" in imported) is imports_httpx
+    for name in ("asyncio", "concurrent.futures", "logging", "inspect"):
+        assert (name in imported) is imports_httpx, name
     assert conn.execute("SELECT sum(checks), sum(failures) FROM rollups").fetchone() == (10, 0)
 
 

@@ -18,16 +18,17 @@ option; only a kind with results of its own (heartbeats' pings) adds a table, it
 (store/pings.py) and a line in run/tick.py's KIND_READS, which hands them to its probe in
 ctx.loaded.
 
-Importing this package imports asyncio (never httpx, which a check imports only when it needs
-it: http.py): the tick and the CLI import it only when a monitor is due or being added, so an
-idle tick stays light.
+Importing this package imports neither asyncio nor httpx: a kind's probe imports asyncio when it
+runs on asyncio's loop, and a check imports httpx only when it needs it (http.py). A tick of
+plain HTTP checks runs them on the bare loop (bare.py, run/bare.py) and never imports asyncio;
+the tick and the CLI import this package only when a monitor is due or being added, so an idle
+tick stays lighter still.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 from urllib.parse import quote, urlsplit
 
 from monitor_tick.core.model import (
@@ -64,6 +65,10 @@ from monitor_tick.probes import (
     ws,
 )
 from monitor_tick.probes.base import NOT_HERE, Kind, Probe, ProbeContext, is_not_here
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["KINDS", "KIND_OF_SCHEME", "PROBES", "Kind", "Probe", "ProbeContext", "is_not_here"]
 

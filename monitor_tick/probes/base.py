@@ -6,7 +6,6 @@ import ipaddress
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from types import MappingProxyType
-from typing import Protocol  # a probe's tick has imported typing with asyncio
 from urllib.parse import urlsplit
 
 from monitor_tick.core.model import Monitor, ProbeResult
@@ -15,7 +14,7 @@ from monitor_tick.core.records import NamedTuple
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     import ssl
-    from typing import Any
+    from typing import Any, Protocol
 
     import httpx
 
@@ -25,14 +24,16 @@ if TYPE_CHECKING:
 TlsSetting = tuple[str | None, bool]  # (ca_file, insecure): request.tls_setting
 
 
-class Clients(Protocol):
-    """The tick's httpx clients and SSL contexts by TLS setting (None: the tick's default), each
-    made when a check first needs it (fanout.Clients): a tick whose checks all go on the wire
-    makes no client and imports no httpx."""
+if TYPE_CHECKING:
 
-    def context(self, setting: TlsSetting | None) -> ssl.SSLContext: ...
+    class Clients(Protocol):
+        """The tick's httpx clients and SSL contexts by TLS setting (None: the tick's default), each
+        made when a check first needs it (fanout.Clients): a tick whose checks all go on the wire
+        makes no client and imports no httpx."""
 
-    def client(self, setting: TlsSetting | None) -> httpx.AsyncClient: ...
+        def context(self, setting: TlsSetting | None) -> ssl.SSLContext: ...
+
+        def client(self, setting: TlsSetting | None) -> httpx.AsyncClient: ...
 
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})  # the default of a Mapping field: never written to

@@ -15,7 +15,6 @@ httpx): a tick whose due monitors are all HTTP never pays it.
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import time
 from types import ModuleType
@@ -43,6 +42,8 @@ def query_of(monitor: Monitor) -> tuple[str, str, str, int, str | None]:
 
 
 async def probe_dns(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     name, rdtype, server, port, expected = query_of(monitor)
     dns = _dns()
     start = time.perf_counter()

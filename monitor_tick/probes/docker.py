@@ -18,12 +18,10 @@ once an hour (base.not_here).
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import re
 import time
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from monitor_tick.core.clock import elapsed_ms, format_duration_s, ms_to_s, parse_iso_ms
@@ -33,6 +31,10 @@ from monitor_tick.probes.base import Kind, ProbeContext, loopback, not_here
 from monitor_tick.probes.guard import BLOCKED
 from monitor_tick.probes.http import cause_of
 from monitor_tick.probes.net import cause_of_os_error, prefixed
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 DEFAULT_TCP_PORT = 2375
@@ -64,6 +66,8 @@ def engine_of(monitor: Monitor) -> tuple[str | None, str, int]:
 
 
 async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     import httpx  # only when a docker:// monitor is probed: a tick of plain checks never loads it
 
     name = urlsplit(monitor.url).netloc

@@ -9,7 +9,6 @@ the check inside httpx's transport is backend.GuardedBackend: this module import
 
 from __future__ import annotations
 
-import asyncio
 import ipaddress
 import socket
 from collections.abc import Iterable
@@ -47,6 +46,8 @@ class AddressGuard:
     async def resolve(self, host: str, port: int) -> str:
         """Look `host` up and return the address to connect to; raises BlockedAddress when any
         of its addresses is blocked (a name that also resolves to a private address is refused)."""
+        import asyncio
+
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
         blocked = [a for a in addresses if self.is_blocked(a)]

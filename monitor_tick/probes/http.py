@@ -17,11 +17,9 @@ needed: fanout.Clients): a check the fast path takes on (wire.py) never loads it
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 import sys
 import time
-from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from monitor_tick.core.clock import elapsed_ms
@@ -44,6 +42,7 @@ from monitor_tick.probes.net import (
     expiry_cause,
 )
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     import httpx
 
@@ -68,10 +67,10 @@ async def probe_http(
     The body is read to its end under the same deadline (a page that never finishes loading is
     down), keeping at most MAX_BODY_BYTES of it, and only when there is a keyword to look for.
     """
+    import asyncio
+
     ranges = parse_expect(monitor.expect_status)
-    wanted = monitor.keyword.encode("utf-8") if monitor.keyword else None
-    unwanted = monitor.keyword_absent.encode("utf-8") if monitor.keyword_absent else None
-    keep = bool(wanted or unwanted or monitor.json_field)
+    keep = keeps_body(monitor)
     start = time.perf_counter()
     status: int | None = None
     expires_at_ms: int | None = None
@@ -126,14 +125,16 @@ async def probe_http(
                         body, whole = await _read_body(response, keep)
                 finally:
                     await response.aclose()
-            cause = failed_conditions(
-                f"status {status}" if body is None else None,
-                *(_body_causes(monitor, body, whole, wanted, unwanted) if body is not None else ()),
-                expiry_cause(monitor, now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None,
+            return judged(
+                monitor,
+                status,
+                body,
+                whole,
+                expires_at_ms,
+                now_ms,
+                elapsed_ms(start, time.perf_counter()),
+                handed_at_ms,
             )
-            if cause is not None:
-                latency_ms = elapsed_ms(start, time.perf_counter())
-                return ProbeResult("down", latency_ms, status, cause, expires_at_ms, handed_at_ms)
     except _failures() as exc:  # TimeoutError is an OSError
         if status is None and call is not None:
             status = call.status  # the fast path's response had begun
@@ -141,7 +142,47 @@ async def probe_http(
         if failed.cause == "too many redirects":  # redirected, as the fast path hands over
             handed_at_ms = now_ms
         return failed._replace(handed_at_ms=handed_at_ms)
-    return ProbeResult("up", elapsed_ms(start, time.perf_counter()), status, None, expires_at_ms, handed_at_ms)
+
+
+def judged(
+    monitor: Monitor,
+    status: int,
+    body: bytearray | None,
+    whole: bool,
+    expires_at_ms: int | None,
+    now_ms: int,
+    latency_ms: int,
+    handed_at_ms: int | None = None,
+) -> ProbeResult:
+    """The result of an answer: `status`, and `body` (None: not read, as the status was not
+    accepted; `whole`: all of it) and the certificate's expiry judged against the monitor's
+    conditions."""
+    wanted = monitor.keyword.encode("utf-8") if monitor.keyword else None
+    unwanted = monitor.keyword_absent.encode("utf-8") if monitor.keyword_absent else None
+    cause = failed_conditions(
+        f"status {status}" if body is None else None,
+        *(_body_causes(monitor, body, whole, wanted, unwanted) if body is not None else ()),
+        expiry_cause(monitor, now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None,
+    )
+    return ProbeResult("down" if cause is not None else "up", latency_ms, status, cause, expires_at_ms, handed_at_ms)
+
+
+def answer_result(monitor: Monitor, answer: wire.Answer, now_ms: int, latency_ms: int) -> ProbeResult:
+    """The result of a response the fast path took on (`latency_ms`: its exchange's)."""
+    status = answer.status
+    accepted = status_accepted(status, parse_expect(monitor.expect_status))
+    body, whole = (answer.body, answer.whole) if accepted else (None, True)
+    return judged(monitor, status, body, whole, cert_expires_at_ms(answer.peer_cert), now_ms, latency_ms)
+
+
+def failed(exc: BaseException, status: int | None) -> ProbeResult:
+    """The result of an attempt that raised (`status`: the response's, when it had begun)."""
+    return _failed(exc, status, None)
+
+
+def keeps_body(monitor: Monitor) -> bool:
+    """Whether a check reads its body for a condition (a keyword, a JSON field)."""
+    return bool(monitor.keyword or monitor.keyword_absent or monitor.json_field)
 
 
 _OWN_FAILURES: tuple[type[BaseException], ...] = (wire.WireError, OSError, ssl.SSLError)

@@ -13,7 +13,6 @@ in silence: the tick says why on stderr once an hour and `list` shows it `invali
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import functools
 import os
@@ -67,6 +66,8 @@ def available() -> str | None:
 
 
 async def probe_icmp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     host = check_address(monitor, port_required=False).hostname
     assert host is not None
     loop = asyncio.get_running_loop()

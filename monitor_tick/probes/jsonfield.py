@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
 
 from monitor_tick.core.model import InvalidMonitor, Monitor
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 OPTION = "json_field"
 SHOWN_CHARS = 40

@@ -19,17 +19,19 @@ first, the socket is shut down, so that the thread ends with the probe.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import ssl
 import time
 from types import ModuleType
-from typing import Any
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import database, latency
 from monitor_tick.probes.base import Kind, ProbeContext
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_PORT = 3306
 USAGE = "mysql://user[:password]@host[:port][/dbname]"
@@ -51,6 +53,8 @@ _ERRORS = {
 
 
 async def probe_mysql(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     target = _target(monitor)
     start = time.perf_counter()
     pymysql = _pymysql()
@@ -83,6 +87,8 @@ async def probe_mysql(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
 async def _open(target: database.Target, address: str | None) -> socket.socket:
     """A socket connected to the server (to `address` when given, else each address of the
     host in turn), on the event loop. Raises OSError."""
+    import asyncio
+
     loop = asyncio.get_running_loop()
     if target.host is None:
         assert target.socket is not None  # checked when the monitor was loaded

@@ -3,7 +3,6 @@ error means, one connection attempt under one deadline, and the peer certificate
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import socket
 import ssl
@@ -13,6 +12,10 @@ from urllib.parse import SplitResult, urlsplit
 from monitor_tick.core.clock import MS_PER_S, elapsed_ms, s_to_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult, check_seconds, expiry_text
 from monitor_tick.probes.guard import AddressGuard, BlockedAddress
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    import asyncio
 
 CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
 # No route to the host: nothing answered, the failure is on the way (our own network, often)
@@ -101,6 +104,8 @@ async def connect(
     close it. Returns (latency_ms, the verified peer certificate or None). With `guard`, the
     name is resolved here and the address checked and connected to (guard.BlockedAddress).
     Raises TimeoutError, OSError or ssl.SSLError."""
+    import asyncio
+
     start = time.perf_counter()
     async with asyncio.timeout(timeout_s):
         _, writer = await open_stream(host, port, guard, tls, ssl_handshake_timeout=timeout_s if tls else None)
@@ -120,6 +125,8 @@ async def open_stream(
     """A connection to host:port (TLS from the start when `tls` is given), under the caller's
     deadline. With `guard`, the name is resolved here and the address checked and connected to,
     the name kept for TLS (guard.BlockedAddress). Raises OSError or ssl.SSLError."""
+    import asyncio
+
     target = host if guard is None else await guard.resolve(host, port)
     return await asyncio.open_connection(
         target, port, ssl=tls, server_hostname=host if tls else None, ssl_handshake_timeout=ssl_handshake_timeout
@@ -129,6 +136,8 @@ async def open_stream(
 async def close_stream(writer: asyncio.StreamWriter) -> None:
     """Close a connection, waiting CLOSE_WAIT_S at most: a peer that never answers TLS
     close_notify must not hold the probe."""
+    import asyncio
+
     writer.close()
     try:
         async with asyncio.timeout(CLOSE_WAIT_S):

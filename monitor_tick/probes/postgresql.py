@@ -15,16 +15,18 @@ host of a fleet probes alike. libpq does not hand out the server's certificate, 
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from types import ModuleType
-from typing import Any
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import database, latency
 from monitor_tick.probes.base import Kind, ProbeContext
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_PORT = 5432
 USAGE = "postgresql://user[:password]@host[:port]/dbname"
@@ -89,6 +91,8 @@ def settings_of(target: database.Target, address: str | None, timeout_s: float) 
 
 
 async def probe_postgresql(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     target = _target(monitor)
     start = time.perf_counter()
     psycopg = _psycopg()

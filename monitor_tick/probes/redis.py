@@ -10,23 +10,27 @@ trust) and judges its expiry with --expires-within when given.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import ssl
 import time
 from types import ModuleType
-from typing import Any
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import database, latency
 from monitor_tick.probes.base import Kind, ProbeContext
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
+
 DEFAULT_PORT = 6379
 TLS_SCHEME = "rediss"
 
 
 async def probe_redis(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     target = _target(monitor)
     tls = _scheme(monitor) == TLS_SCHEME
     redis = _redis()

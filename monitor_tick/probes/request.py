@@ -22,10 +22,13 @@ import re
 import ssl
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from monitor_tick.core.model import METHODS, InvalidMonitor, Monitor, line_breaker
 from monitor_tick.core.redact import ENV_REFERENCE, header_lines
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 USER_AGENT = "monitor-tick (uptime check)"
 
@@ -212,6 +215,35 @@ def check_trust(verify: object) -> None:
     nothing: what making DefaultTrust would raise, without making it."""
     if verify is True:
         _trust_locations()
+
+
+def ssl_context(verify: object = True) -> ssl.SSLContext:
+    """The one TLS context of a tick: what HTTPS requests and tls:// probes both trust.
+    `verify`: an ssl.SSLContext (used as is), True (httpx's default CA bundle, loaded on the
+    first handshake: DefaultTrust), False (no verification) or a CA file."""
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    if verify is True:
+        return DefaultTrust()
+    import httpx  # a CA file or no verification: httpx's reading of it (a test's or embedder's)
+
+    return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
+
+
+class Contexts:
+    """A tick's SSL contexts by TLS setting (tls_setting; None: the tick's `verify`, as
+    ssl_context reads it), each made when a check first needs it."""
+
+    def __init__(self, verify: object) -> None:
+        """Checks `verify` now, so that a CA setting that names nothing fails the tick at its start."""
+        check_trust(verify)
+        self._verify = verify
+        self._contexts: dict[tuple[str | None, bool] | None, ssl.SSLContext] = {}
+
+    def context(self, setting: tuple[str | None, bool] | None) -> ssl.SSLContext:
+        if setting not in self._contexts:
+            self._contexts[setting] = ssl_context(self._verify) if setting is None else ssl_context_for(setting)
+        return self._contexts[setting]
 
 
 def ssl_context_for(setting: tuple[str | None, bool]) -> ssl.SSLContext:

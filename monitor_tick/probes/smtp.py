@@ -11,7 +11,6 @@ keep the probe inside the tick's loop and deadline.
 
 from __future__ import annotations
 
-import asyncio
 import ssl
 import time
 from urllib.parse import parse_qsl, urlsplit
@@ -32,6 +31,10 @@ from monitor_tick.probes.net import (
 )
 from monitor_tick.probes.tls import DEFAULT_EXPIRES_WITHIN_SEC
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    import asyncio
+
 DEFAULT_PORT = 25
 MAX_REPLY_LINES = 100  # of one reply; a server sending more is not speaking SMTP
 
@@ -46,6 +49,8 @@ def starttls(monitor: Monitor) -> bool:
 
 
 async def probe_smtp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     host, port = address(monitor, DEFAULT_PORT)
     upgrade = starttls(monitor)
     start = time.perf_counter()
@@ -78,6 +83,8 @@ async def probe_smtp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
 async def _quit(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """Say QUIT and wait for the server's answer (221) a moment, as RFC 5321 asks: a server
     cut off mid-reply logs a lost connection. Nothing it does here changes the result."""
+    import asyncio
+
     try:
         async with asyncio.timeout(CLOSE_WAIT_S):
             writer.write(b"QUIT\r\n")

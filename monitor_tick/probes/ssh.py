@@ -10,7 +10,6 @@ skipped, as OpenSSH skips them.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 
@@ -20,6 +19,10 @@ from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes import latency
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import address, cause_of_os_error, check_address, close_stream, open_stream, prefixed
+
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    import asyncio
 
 DEFAULT_PORT = 22
 MAX_LINES_BEFORE = 1024  # lines a server may send before its identification (OpenSSH's limit)
@@ -33,6 +36,8 @@ class BannerError(Exception):
 
 
 async def probe_ssh(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     host, port = address(monitor, DEFAULT_PORT)
     start = time.perf_counter()
     writer: asyncio.StreamWriter | None = None

@@ -1,5 +1,7 @@
-"""Plain HTTP/1.1 checks straight on asyncio's transports, parsed by httptools: the fast path of
-every tick (fanout.fast_path), which imports no httpx.
+"""Plain HTTP/1.1 checks straight on the wire, parsed by httptools: the fast path of every tick
+(fanout.fast_path), which imports no httpx. The exchange (Exchange) does no I/O of its own: a
+tick whose checks are all plain carries it on bare sockets (bare.py), without asyncio; any other
+on asyncio's transports (Call).
 
 Why: per check, httpx's client (URL and header models, auth and redirect machinery, cookies)
 costs about twice what the request costs on the wire, whatever transport it runs on; a tick of
@@ -7,7 +9,8 @@ thousands of checks spends most of its time there (bench/run.py, figures 2 and 9
 needs much less: one request, the status, the body read to its end, the peer certificate.
 
 What it takes on is an exchange with one answer -- one GET without a body, one response, one
-connection, closed after it. Everything else is httpx's, unchanged: `Call.run` returns None for
+connection, closed after it. Everything else is httpx's, unchanged: `Call.run` (and the bare
+loop's call) returns None for
 a request it does not send itself (another method, a body, credentials in the URL, a header
 value that is not ASCII) and for a response that httpx would take further or judge otherwise (a
 redirect to follow, an informational status, a body it would have to decode for a keyword,
@@ -15,8 +18,8 @@ another transfer coding, anything httptools refuses, more than MAX_HEAD_BYTES be
 and the probe then runs through httpx, sending the request again within the same deadline (its
 latency is that of httpx's exchange, the one that decided); the tick remembers such a monitor and
 sends its next checks to httpx at once (run/fanout.py, to_httpx). With a proxy in the environment, no
-check takes the fast path. A test holds both paths to the same outcome and cause against every
-misbehaving local server.
+check takes the fast path. A test holds the three (httpx, the fast path on asyncio and on the
+bare loop) to the same outcome and cause against every misbehaving local server.
 
 Failures are raised as WireError's kinds, named as httpx's own exception types, with the OS or
 TLS error underneath; http.cause_of reads them as it reads httpx's, so the probe's causes read
@@ -25,7 +28,6 @@ exactly as through httpx. httpx is imported here only to parse a URL that is not
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import ipaddress
 import os
@@ -41,6 +43,7 @@ from monitor_tick.probes import request
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    import asyncio
     from typing import Any
 
     import httpx
@@ -99,118 +102,64 @@ class InvalidURL(ValueError):
     """httpx.InvalidURL's message, for a URL httpx refuses to send."""
 
 
-class _Handed(Exception):
+class Handed(Exception):
     """This response is httpx's to take further."""
 
 
-class Call(asyncio.Protocol):
-    """One request and the response to it, on one connection; `status` is the response's once
-    its headers are in (a probe that times out says whether it was reading the body), and
-    `handed` says whether run() handed the response to httpx (the request was sent: httpx sends
-    it again), not just a request it does not send itself."""
+class Exchange:
+    """One request's response, read as it comes (httptools' callbacks), with no I/O of its own:
+    the loop that carries the connection (Call on asyncio's, bare.BareCall on the bare loop)
+    feeds it what arrives, the end of the stream or the connection's loss, and sets `ssl_object`
+    once a TLS session is up. `finished` is called once, with the Answer or the exception the
+    exchange ended with (Handed: httpx's to take further). `status` is the response's once its
+    headers are in (a probe that times out says whether it was reading the body)."""
 
     def __init__(
         self,
-        monitor: Monitor,
-        ssl_context: Callable[[], ssl.SSLContext],
+        finished: Callable[[Answer | BaseException], None],
         *,
         keep: bool,
         limit: int,
         read_body: Callable[[int], bool],
         peer_cert: bool = False,
     ) -> None:
-        """`ssl_context()`: what an https:// URL verifies with (called only for one); `keep`: keep
-        the body's first `limit` bytes; `read_body(status)`: whether to read the body at all;
-        `peer_cert`: read the peer's certificate (over TLS)."""
-        self._monitor = monitor
+        """`keep`: keep the body's first `limit` bytes; `read_body(status)`: whether to read the
+        body at all; `peer_cert`: read the peer's certificate (over TLS)."""
+        self._finished = finished
         self._peer_cert = peer_cert
-        self._ssl_context = ssl_context
         self._keep = keep
         self._limit = limit
         self._read_body = read_body
         self._parser: Any = _httptools().HttpResponseParser(self)
-        self._transport: asyncio.Transport | None = None
-        self._wire = b""
         self._headers_done = False
         self._received = 0
         self._body_bytes = 0
         self._until_eof = True  # neither Content-Length nor chunked: the body ends with the connection
         self.status: int | None = None
-        self.handed = False
+        self.done = False
+        self.ssl_object: ssl.SSLObject | None = None
         self._answer: Answer | None = None
-        self._done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
 
-    async def run(self) -> Answer | None:
-        """The response when the fast path takes it on, else None (the probe goes through
-        httpx). The caller's deadline bounds it; raises WireError (the OS or TLS error as
-        __cause__) where httpx's own transport would raise its counterpart."""
-        monitor = self._monitor
-        url = parsed(monitor.url)  # what httpx would send: its percent-encoding, its IDNA host
-        if not takes(monitor, url):
-            return None
-        try:
-            self._wire = _request_bytes(monitor, url)
-        except UnicodeEncodeError:  # a header value httpx would refuse to send: httpx says so
-            return None
-        tls = url.scheme == "https"
-        host = url.raw_host.decode("ascii")
-        try:
-            try:
-                await asyncio.get_running_loop().create_connection(
-                    lambda: self,
-                    host,
-                    url.port if url.port is not None else (443 if tls else 80),
-                    ssl=self._ssl_context() if tls else None,
-                    server_hostname=host if tls else None,
-                    ssl_handshake_timeout=monitor.timeout_s if tls else None,
-                    # a name may have addresses of both families; an address literal has one
-                    happy_eyeballs_delay=None if _is_address(host) else HAPPY_EYEBALLS_DELAY_S,
-                )
-            except UnicodeError:  # a name asyncio cannot encode (a..b): httpx's lookup judges it
-                return None
-            except (OSError, ssl.SSLError) as exc:
-                raise ConnectError(str(exc)) from exc
-            return await self._done
-        except _Handed:
-            self.handed = True
-            return None
-        finally:
-            if self._transport is not None:  # now: no TLS close_notify to wait for, no socket left
-                self._transport.abort()
-            self._parser = None  # it refers back to us: without it, we are freed at once
-            if self._done.done() and not self._done.cancelled():
-                self._done.exception()  # seen, even when a cancellation came first
-
-    # asyncio's side
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self._transport = transport  # type: ignore[assignment]
-        transport.write(self._wire)  # type: ignore[attr-defined]
-
-    def data_received(self, data: bytes) -> None:
-        if self._done.done():
+    # the carrier's side
+    def feed(self, data: bytes) -> None:
+        if self.done or self._parser is None:
             return
         self._received += len(data)
         httptools = _httptools()
         try:
-            self._parser.feed_data(data)  # not None: set to None only once done
+            self._parser.feed_data(data)
         except (httptools.HttpParserError, httptools.HttpParserUpgrade):
             # anything httptools refuses (it is stricter than h11 here and there: a repeated
             # Content-Length, bare LF line ends), an upgrade, or a callback's hand-over: what
             # httpx makes of this response is the result
-            self._fail(_Handed())
+            self._fail(Handed())
             return
         if self._received - self._body_bytes > MAX_HEAD_BYTES + self._body_bytes:
-            self._fail(_Handed())  # headers, framing or trailers without end: httpx's limits
+            self._fail(Handed())  # headers, framing or trailers without end: httpx's limits
 
-    def eof_received(self) -> bool | None:
-        self._ended(None)
-        return None
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._ended(exc)
-
-    def _ended(self, exc: Exception | None) -> None:
-        if self._done.done():
+    def ended(self, exc: BaseException | None) -> None:
+        """The stream ended: at its end (None), or lost to `exc`."""
+        if self.done:
             return
         if exc is not None:
             self._fail(ReadError(str(exc) or type(exc).__name__), exc)
@@ -225,20 +174,18 @@ class Call(asyncio.Protocol):
     def on_header(self, name: bytes, value: bytes) -> None:
         lowered = name.lower()
         if lowered == b"transfer-encoding" and value.strip().lower() != b"chunked":
-            raise _Handed  # another transfer coding: h11 refuses it, httpx is the judge
+            raise Handed  # another transfer coding: h11 refuses it, httpx is the judge
         if lowered in (b"content-length", b"transfer-encoding"):
             self._until_eof = False
         elif lowered == b"content-encoding" and self._keep and value.strip().lower() not in (b"", b"identity"):
-            raise _Handed  # a body to decode for a keyword: httpx's decoders
+            raise Handed  # a body to decode for a keyword: httpx's decoders
 
     def on_headers_complete(self) -> None:
         status = self.status = self._parser.get_status_code()
         self._headers_done = True
         if status < 200 or 300 <= status < 400:  # informational, or (maybe) a redirect to follow
-            raise _Handed
-        ssl_object = None
-        if self._peer_cert and self._transport is not None:
-            ssl_object = self._transport.get_extra_info("ssl_object")
+            raise Handed
+        ssl_object = self.ssl_object if self._peer_cert else None
         self._answer = Answer(status, peer_cert=ssl_object.getpeercert() if ssl_object is not None else None)
         if status in (204, 304) or not self._read_body(status):  # no body, or none worth reading
             self._until_eof = False
@@ -257,13 +204,141 @@ class Call(asyncio.Protocol):
         self._finish()
 
     def _finish(self) -> None:
-        if not self._done.done() and self._answer is not None:
-            self._done.set_result(self._answer)
+        if not self.done and self._answer is not None:
+            self._end(self._answer)
 
     def _fail(self, exc: BaseException, cause: BaseException | None = None) -> None:
-        if not self._done.done():
+        if not self.done:
             exc.__cause__ = cause
-            self._done.set_exception(exc)
+            self._end(exc)
+
+    def _end(self, outcome: Answer | BaseException) -> None:
+        self.done = True
+        self.close()
+        self._finished(outcome)
+
+    def close(self) -> None:
+        """Drop the parser, which refers back to us: without it, we are freed at once. The
+        exchange reads nothing more."""
+        self._parser = None
+
+
+class Request(NamedTuple):
+    """What the fast path sends for a monitor, when it takes the request on (request_of)."""
+
+    wire: bytes
+    host: str
+    port: int
+    tls: bool
+
+
+def request_of(monitor: Monitor) -> Request | None:
+    """The request the fast path sends for `monitor`, or None when it is httpx's to send (see
+    the module docstring). Raises InvalidURL for a URL httpx refuses."""
+    url = parsed(monitor.url)  # what httpx would send: its percent-encoding, its IDNA host
+    if not takes(monitor, url):
+        return None
+    try:
+        wire = _request_bytes(monitor, url)
+    except UnicodeEncodeError:  # a header value httpx would refuse to send: httpx says so
+        return None
+    tls = url.scheme == "https"
+    return Request(wire, url.raw_host.decode("ascii"), url.port if url.port is not None else (443 if tls else 80), tls)
+
+
+class Call:
+    """One request and the response to it, on one connection of asyncio's (its protocol);
+    `status` is the response's once its headers are in, and `handed` says whether run() handed
+    the response to httpx (the request was sent: httpx sends it again), not just a request it
+    does not send itself."""
+
+    def __init__(
+        self,
+        monitor: Monitor,
+        ssl_context: Callable[[], ssl.SSLContext],
+        *,
+        keep: bool,
+        limit: int,
+        read_body: Callable[[int], bool],
+        peer_cert: bool = False,
+    ) -> None:
+        """`ssl_context()`: what an https:// URL verifies with (called only for one); the rest
+        as Exchange's."""
+        import asyncio
+
+        self._monitor = monitor
+        self._ssl_context = ssl_context
+        self._exchange = Exchange(self._ended, keep=keep, limit=limit, read_body=read_body, peer_cert=peer_cert)
+        self._transport: asyncio.Transport | None = None
+        self._wire = b""
+        self.handed = False
+        self._done: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+
+    @property
+    def status(self) -> int | None:
+        return self._exchange.status
+
+    async def run(self) -> Answer | None:
+        """The response when the fast path takes it on, else None (the probe goes through
+        httpx). The caller's deadline bounds it; raises WireError (the OS or TLS error as
+        __cause__) where httpx's own transport would raise its counterpart."""
+        import asyncio
+
+        request = request_of(self._monitor)
+        if request is None:
+            return None
+        self._wire = request.wire
+        host, tls = request.host, request.tls
+        try:
+            try:
+                await asyncio.get_running_loop().create_connection(
+                    lambda: self,  # type: ignore[arg-type,return-value]  # asyncio's protocol, duck-typed
+                    host,
+                    request.port,
+                    ssl=self._ssl_context() if tls else None,
+                    server_hostname=host if tls else None,
+                    ssl_handshake_timeout=self._monitor.timeout_s if tls else None,
+                    # a name may have addresses of both families; an address literal has one
+                    happy_eyeballs_delay=None if is_address(host) else HAPPY_EYEBALLS_DELAY_S,
+                )
+            except UnicodeError:  # a name asyncio cannot encode (a..b): httpx's lookup judges it
+                return None
+            except (OSError, ssl.SSLError) as exc:
+                raise ConnectError(str(exc)) from exc
+            return await self._done
+        except Handed:
+            self.handed = True
+            return None
+        finally:
+            if self._transport is not None:  # now: no TLS close_notify to wait for, no socket left
+                self._transport.abort()
+            self._exchange.close()
+            if self._done.done() and not self._done.cancelled():
+                self._done.exception()  # seen, even when a cancellation came first
+
+    def _ended(self, outcome: Answer | BaseException) -> None:
+        if self._done.done():
+            return
+        if isinstance(outcome, BaseException):
+            self._done.set_exception(outcome)
+        else:
+            self._done.set_result(outcome)
+
+    # asyncio's side
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        self._exchange.ssl_object = transport.get_extra_info("ssl_object")
+        transport.write(self._wire)  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        self._exchange.feed(data)
+
+    def eof_received(self) -> bool | None:
+        self._exchange.ended(None)
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._exchange.ended(exc)
 
 
 class Plain(NamedTuple):
@@ -341,7 +416,8 @@ def takes(monitor: Monitor, url: httpx.URL | Plain) -> bool:
     return monitor.method == "GET" and monitor.body is None and not url.userinfo and url.scheme in ("http", "https")
 
 
-def _is_address(host: str) -> bool:
+def is_address(host: str) -> bool:
+    """Whether `host` is an address literal (IPv4 or IPv6), not a name."""
     for family in (socket.AF_INET, socket.AF_INET6):
         try:
             socket.inet_pton(family, host)

@@ -17,12 +17,10 @@ only when a ws:// monitor is probed, and its connect is given the address the gu
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import importlib.util
 import ssl
 import time
-from typing import Any
 from urllib.parse import urlsplit
 
 from monitor_tick.core.clock import elapsed_ms
@@ -38,12 +36,18 @@ from monitor_tick.probes.net import (
 )
 from monitor_tick.probes.request import USER_AGENT
 
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    from typing import Any
+
 EXTRA = "monitor-tick[ws]"
 NORMAL_CLOSURE = 1000
 ABNORMAL_CLOSURE = 1006  # no close frame came (RFC 6455 7.1.5)
 
 
 async def probe_ws(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    import asyncio
+
     parts = urlsplit(monitor.url)
     secure = parts.scheme.lower() == "wss"
     host = parts.hostname

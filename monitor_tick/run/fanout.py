@@ -15,77 +15,31 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import ssl
 import sys
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from monitor_tick.core import clock
-from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult, Recent
-from monitor_tick.core.redact import redact_url
-from monitor_tick.probes import PROBES, ProbeContext, resolved, wire
+from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.probes import PROBES, ProbeContext, resolved
 from monitor_tick.probes.guard import AddressGuard
-from monitor_tick.probes.request import USER_AGENT, DefaultTrust, check_trust, hide_values, ssl_context_for
+from monitor_tick.probes.request import USER_AGENT, Contexts, hide_values, ssl_context
+
+# what both fan-outs share (run/probing.py), named here too
+from monitor_tick.run.probing import (  # noqa: F401
+    CUT_OFF,
+    FAST_PATH_FROM,
+    MIN_ATTEMPT_S,
+    WIRE_AGAIN_AFTER_CHECKS,
+    fast_path,
+    handed_over,
+    shown,
+    start_order,
+    to_httpx,
+)
 
 if TYPE_CHECKING:
     import httpx
-
-MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starting
-CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget")
-# From this many HTTP checks a tick, plain ones go straight on the wire (probes/wire.py): from
-# one, since a tick whose checks all go on the wire never imports httpx (bench/run.py, figure 8,
-# and the curve of figure 11: no size at which httpx costs less). Tests raise it to send a small
-# tick's checks through httpx.
-FAST_PATH_FROM = 1
-# A monitor whose check saw a response the fast path hands to httpx (a redirect) goes to httpx
-# at once (to_httpx) until this many intervals have passed without httpx seeing one again; then
-# the fast path tries it again, once.
-WIRE_AGAIN_AFTER_CHECKS = 60
-
-
-def fast_path(checks: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None) -> bool:
-    """Whether this tick's plain HTTP checks go straight on the wire (from FAST_PATH_FROM of
-    them), unless a transport is handed in (tests mock through it), --block-private is on (the
-    guard checks every connection inside httpx's transport) or a proxy is set in the environment
-    (httpx's to use)."""
-    return checks >= FAST_PATH_FROM and transport is None and guard is None and not wire.proxied()
-
-
-def to_httpx(monitor: Monitor, handed_at_ms: int | None, now_ms: int) -> bool:
-    """Whether this monitor's check goes to httpx at once, not first on the wire: a check of it
-    saw a response the fast path hands to httpx (at `handed_at_ms`, store.recent_rollups) less
-    than WIRE_AGAIN_AFTER_CHECKS intervals before `now_ms`. Otherwise the fast path would send
-    its GET every tick only to hand the response over, and httpx would send it again.
-
-    Every check through httpx that is redirected again is a new hand-over (http.probe_http), so a
-    monitor that redirects stays with httpx and no GET of it is sent twice. One that stopped
-    redirecting, or whose hand-over httpx cannot see (an informational status, a head that
-    httptools refuses), goes on the wire again WIRE_AGAIN_AFTER_CHECKS intervals after its last
-    hand-over, and stays there if the fast path takes its response (an hour for a monitor checked
-    every minute; the tick forgets the hand-over then)."""
-    if handed_at_ms is None:
-        return False
-    return now_ms - handed_at_ms < WIRE_AGAIN_AFTER_CHECKS * clock.s_to_ms(monitor.effective_interval_sec)
-
-
-def handed_over(recent: Mapping[int, Recent]) -> dict[int, int]:
-    """ProbeContext.handed: monitor id -> when its check last saw a response the fast path hands
-    to httpx, of the monitors that have one remembered (`recent`: store.recent_rollups)."""
-    return {monitor_id: handed_at_ms for monitor_id, (*_, handed_at_ms) in recent.items() if handed_at_ms is not None}
-
-
-def ssl_context(verify: object = True) -> ssl.SSLContext:
-    """The one TLS context of a tick: what HTTPS requests and tls:// probes both trust.
-    `verify`: an ssl.SSLContext (used as is), True (httpx's default CA bundle, loaded on the
-    first handshake: request.DefaultTrust), False (no verification) or a CA file."""
-    if isinstance(verify, ssl.SSLContext):
-        return verify
-    if verify is True:
-        return DefaultTrust()
-    import httpx  # a CA file or no verification: httpx's reading of it (a test's or embedder's)
-
-    return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
 
 
 class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
@@ -143,27 +97,21 @@ def make_client(
     )
 
 
-class Clients:
+class Clients(Contexts):
     """The tick's httpx clients (probes.base.Clients): the shared one, and one per TLS setting of
     monitors that verify TLS their own way (--ca-file, --insecure), each with its own SSL
-    context and otherwise made as the shared one is. A client is made when the first check that
-    needs httpx asks for it, so a tick whose checks all go on the wire imports no httpx."""
+    context (Contexts) and otherwise made as the shared one is. A client is made when the first
+    check that needs httpx asks for it, so a tick whose checks all go on the wire imports no
+    httpx."""
 
     def __init__(
         self, concurrency: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None, verify: Any
     ) -> None:
         """`verify`: the tick's TLS verification (ssl_context's), its context made when first
         needed; checked now, so that a CA setting that names nothing fails the tick at its start."""
-        check_trust(verify)
+        super().__init__(verify)
         self._args = (concurrency, transport, guard)
-        self._verify = verify
-        self._contexts: dict[tuple[str | None, bool] | None, ssl.SSLContext] = {}
         self._made: dict[tuple[str | None, bool] | None, httpx.AsyncClient] = {}
-
-    def context(self, setting: tuple[str | None, bool] | None) -> ssl.SSLContext:
-        if setting not in self._contexts:
-            self._contexts[setting] = ssl_context(self._verify) if setting is None else ssl_context_for(setting)
-        return self._contexts[setting]
 
     def client(self, setting: tuple[str | None, bool] | None) -> httpx.AsyncClient:
         if setting not in self._made:
@@ -357,7 +305,7 @@ async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) 
     try:
         result = await probe_with_retries(monitor, ctx, retry_delay_s)
     except Exception as exc:  # a bug in a probe is that monitor's failed check
-        detail = _shown(str(exc), monitor)
+        detail = shown(str(exc), monitor)
         print(
             f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: {type(exc).__name__}: {detail}",
             file=sys.stderr,
@@ -366,45 +314,3 @@ async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) 
     if remembered and result.handed_at_ms is None:
         result = result._replace(handed_at_ms=handed_at_ms)
     return result
-
-
-def _shown(text: str, monitor: Monitor) -> str:
-    """`text` with the monitor's URL, as stored or as its probe was sent it, redacted, and any
-    other value the tick resolved for it named by its reference."""
-    try:
-        sent = resolved(monitor).url
-    except InvalidMonitor:
-        sent = monitor.url
-    for url in dict.fromkeys((sent, monitor.url)):
-        text = text.replace(url, redact_url(monitor.url))
-    return hide_values(text, monitor)
-
-
-_NEVER_CHECKED: Recent = (0, None, -1, None)
-
-
-def start_order(monitors: Sequence[Monitor], recent: Mapping[int, Recent], minute: int) -> list[int]:
-    """Indexes of `monitors` in the order their probes start in `minute`.
-
-    `recent` maps a monitor id to its newest rollup hour (store.recent_rollups). Three groups,
-    each whole before the next:
-    1. monitors whose previous due check was decided and that have no failure in their newest
-       hour: they were up, and cost milliseconds, so a host that hangs never keeps them waiting;
-       the slowest first (longest-processing-time-first keeps the makespan near its bound);
-    2. monitors whose previous due check was not decided -- no check since the start of the
-       minute one interval back: cut off by the budget, never checked, or monitor-tick was not
-       running -- the longest waiting first, so none is cut off for ever;
-    3. monitors that failed in their newest hour (a hanging host among them): each counts as its
-       whole timeout, the longest first."""
-    minute_start_ms = clock.minute_start_ms(minute)
-
-    def key(index: int) -> tuple[int, float, int]:
-        monitor = monitors[index]
-        failures, latency_ms_max, last_check_ms, _ = recent.get(monitor.id, _NEVER_CHECKED)
-        if last_check_ms < minute_start_ms - clock.s_to_ms(monitor.effective_interval_sec):
-            return (2, last_check_ms, index)  # undecided: oldest last check first
-        if failures:
-            return (3, -monitor.timeout_s, index)
-        return (1, -(latency_ms_max or 0), index)
-
-    return sorted(range(len(monitors)), key=key)

@@ -281,16 +281,23 @@ def probe_context(
     loaded: Mapping[str, Mapping[int, Any]],
     http_checks: int,
     handed: Mapping[int, int] | None = None,
+    *,
+    bare: bool = False,
 ) -> Any:
     """The probes' ProbeContext for a tick with `http_checks` HTTP checks due (the fast path is
-    decided on them: fanout.fast_path); `handed`: the monitors whose checks go to httpx at once
-    (ProbeContext.handed, fanout.handed_over), used as it is: PostgreSQL's tick adds each share's.
+    decided on them: probing.fast_path); `handed`: the monitors whose checks go to httpx at once
+    (ProbeContext.handed, probing.handed_over), used as it is: PostgreSQL's tick adds each share's.
     Close its `clients` when probing ends: httpx's clients (a monitor with its own CA or
     --insecure gets its own) are made when a check first needs httpx, so a tick whose checks all
-    go on the wire never imports it."""
-    fanout = event_loop()[1]
-    clients = fanout.Clients(options.concurrency, options.transport, options.guard, options.verify)
-    fast = fanout.fast_path(http_checks, options.transport, options.guard)
+    go on the wire never imports it. `bare`: for the bare loop (run/bare.py), whose checks need
+    SSL contexts only (request.Contexts), and which imports no asyncio."""
+    from monitor_tick.run import probing  # deferred, as the probes are
+
+    if bare:
+        clients = probes_module().request.Contexts(options.verify)
+    else:
+        clients = event_loop()[1].Clients(options.concurrency, options.transport, options.guard, options.verify)
+    fast = probing.fast_path(http_checks, options.transport, options.guard)
     handed = {} if handed is None else handed
     return probes_module().ProbeContext(None, now_ms, None, loaded, options.guard, clients, fast, handed)
 
@@ -327,8 +334,9 @@ def canary_options(options: TickOptions, canary: Monitor) -> TickOptions:
 
 # ---------------------------------------------------------------------------------------------
 # Deferred imports of a round (the tick's own are in tick.py): an idle tick imports none of these.
-# The probes and the fan-out bring asyncio (httpx only when a check needs it: fanout.Clients);
-# the alert policy is needed only when there are results.
+# The probes and the fan-out (asyncio's only when a check is not plain HTTP: run/bare.py; httpx
+# only when a check needs it: fanout.Clients); the alert policy is needed only when there are
+# results.
 
 
 def probes_module() -> ModuleType:

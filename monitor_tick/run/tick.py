@@ -255,26 +255,66 @@ def _probe(
     loaded: dict[str, Any],
     recent: dict[int, Recent] | None = None,
 ) -> list[ProbeResult]:
-    """Probe on an event loop in fanout.start_order (`recent`: store.recent_rollups)."""
+    """Probe in probing.start_order (`recent`: store.recent_rollups): on the bare loop when it
+    takes every check (run/bare.py), else on asyncio's. The checks the bare loop leaves to httpx
+    go to asyncio's loop when it is done, with what the budget has left."""
+    bare, probing = _bare_loop()
+    started = time.perf_counter()
+    recent = recent or {}
+    order = probing.start_order(monitors, recent, clock.minute_of_ms(now_ms))
+    handed = probing.handed_over(recent)
+    http_checks = sum(m.kind == "http" for m in monitors)
+    ctx = probe_context(options, now_ms, loaded, http_checks, handed, bare=True)
+    sent = bare.requests(monitors, ctx)
+    if sent is None:
+        return _probe_on_asyncio(monitors, options, now_ms, loaded, order, http_checks, handed)
+    results, leftovers = bare.probe_all(monitors, sent, ctx, order=order, **_fan_out(options))
+    if leftovers:
+        budget_s = max(options.budget_s - (time.perf_counter() - started), 0.0)
+        rest = _probe_on_asyncio(
+            [leftover.monitor for leftover in leftovers],
+            options._replace(budget_s=budget_s),
+            now_ms,
+            loaded,
+            None,
+            len(leftovers),
+            {**handed, **bare.handed_over(leftovers, now_ms)},
+        )
+        for leftover, result in zip(leftovers, rest, strict=True):
+            results[leftover.index] = result
+    return results
+
+
+def _fan_out(options: TickOptions) -> dict[str, Any]:
+    """A tick's fan-out settings, as fanout.probe_all and bare.probe_all take them."""
+    return {
+        "concurrency": options.concurrency,
+        "retry_delay_s": options.retry_delay_s,
+        "budget_s": options.budget_s,
+        "slot_hold_s": options.budget_s * SLOT_HOLD_SHARE,
+        "max_in_flight": IN_FLIGHT_PER_WORKER * options.concurrency,
+    }
+
+
+def _probe_on_asyncio(
+    monitors: list[Monitor],
+    options: TickOptions,
+    now_ms: int,
+    loaded: dict[str, Any],
+    order: list[int] | None,
+    http_checks: int,
+    handed: dict[int, int],
+) -> list[ProbeResult]:
+    """Probe on an event loop, in `order` (None: as listed)."""
     asyncio, fanout = event_loop()
 
     async def main() -> list[ProbeResult]:
         # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
         # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
-        http_checks = sum(m.kind == "http" for m in monitors)
-        ctx = probe_context(options, now_ms, loaded, http_checks, fanout.handed_over(recent or {}))
+        ctx = probe_context(options, now_ms, loaded, http_checks, handed)
         try:
-            return await fanout.probe_all(
-                monitors,
-                ctx,
-                concurrency=options.concurrency,
-                retry_delay_s=options.retry_delay_s,
-                budget_s=options.budget_s,
-                order=fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms)),
-                slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
-                max_in_flight=IN_FLIGHT_PER_WORKER * options.concurrency,
-            )
+            return await fanout.probe_all(monitors, ctx, order=order, **_fan_out(options))
         finally:
             await ctx.clients.aclose()
 
@@ -285,9 +325,15 @@ def _probe(
 
 # ---------------------------------------------------------------------------------------------
 # Deferred imports, all of the tick's in one place. An idle tick (nothing due, nothing to send;
-# cron runs it 1,440 times a day) imports none of these: the probes and the fan-out bring
-# asyncio (httpx only when a check needs it: fanout.Clients); the alert modules are needed only when there are
-# results or deliveries.
+# cron runs it 1,440 times a day) imports none of these: the probes and the fan-outs (asyncio only
+# when a check is not plain HTTP: run/bare.py; httpx only when a check needs it: fanout.Clients);
+# the alert modules are needed only when there are results or deliveries.
+
+
+def _bare_loop() -> tuple[ModuleType, ModuleType]:
+    from monitor_tick.run import bare, probing
+
+    return bare, probing
 
 
 def _shares() -> ModuleType:
