@@ -5,18 +5,21 @@ and cause are the fast path's on asyncio's loop is tests/test_transport.py's pro
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
+import ssl
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from monitor_tick.core.model import Monitor, ProbeResult
-from monitor_tick.probes import ProbeContext, request
+from monitor_tick.probes import ProbeContext, http, request, wire
 from monitor_tick.probes import bare as bare_probes
 from monitor_tick.run import bare, probing
 from monitor_tick.run.tick import TickOptions, _probe
-from tests.servers import LocalServer, send_response
+from tests.servers import LocalServer, send_response, valid_cert
 
 SHORT_S = 0.5
 MINUTE = 29_934_721
@@ -39,12 +42,22 @@ def context(now_ms: int = 0, handed: dict[int, int] | None = None) -> ProbeConte
     return ProbeContext(None, now_ms, None, clients=request.Contexts(True), fast=True, handed=handed or {})
 
 
-def fan_out(monitors: list[Monitor], **settings: object) -> tuple[list[ProbeResult], list[bare.Leftover]]:
+ELSEWHERE = ProbeResult("up", 1, 299, "probed elsewhere")
+
+
+def fan_out(monitors: list[Monitor], **settings: object) -> tuple[list[ProbeResult], list[tuple[Monitor, bool]]]:
+    """(the results, what went elsewhere: each (monitor, handed over), answered ELSEWHERE)."""
     ctx = context()
     sent = bare.requests(monitors, ctx)
     assert sent is not None
+    elsewhere: list[tuple[Monitor, bool]] = []
+
+    def probe_elsewhere(m: Monitor, handed: bool, budget_s: float) -> ProbeResult:
+        elsewhere.append((m, handed))
+        return ELSEWHERE
+
     values: dict[str, object] = {"concurrency": 10, "retry_delay_s": 0.0, "budget_s": 10.0, **settings}
-    return bare.probe_all(monitors, sent, ctx, **values)  # type: ignore[arg-type]
+    return bare.probe_all(monitors, sent, ctx, elsewhere=probe_elsewhere, **values), elsewhere  # type: ignore[arg-type]
 
 
 def test_the_bare_loop_takes_a_tick_only_when_every_check_is_a_plain_get_not_handed_over(server: LocalServer) -> None:
@@ -68,8 +81,8 @@ def test_a_hanging_host_gives_its_worker_away_and_the_others_are_checked(server:
     monitors = [monitor(1, server.url("/hang"), timeout_s=2 * SHORT_S)]
     monitors += [monitor(i, server.url(f"/ok?m={i}")) for i in range(2, 6)]
     start = time.monotonic()
-    results, leftovers = fan_out(monitors, concurrency=1, slot_hold_s=0.1, max_in_flight=4)
-    assert leftovers == []
+    results, elsewhere = fan_out(monitors, concurrency=1, slot_hold_s=0.1, max_in_flight=4)
+    assert elsewhere == []
     assert [(r.status, r.cause) for r in results] == [("down", "timeout")] + [("up", None)] * 4
     assert time.monotonic() - start < 4 * SHORT_S  # the ok checks did not wait for the hang, one by one
 
@@ -96,6 +109,9 @@ def test_the_budget_cuts_off_what_still_runs_and_what_never_started(server: Loca
     monitors.append(monitor(3, server.url("/ok")))
     results, _ = fan_out(monitors, concurrency=1, budget_s=SHORT_S, max_in_flight=1, order=[0, 1, 2])
     assert results == [probing.CUT_OFF] * 3
+    before = len(server.requests)
+    results, _ = fan_out([monitor(1, server.url("/ok?never"))], budget_s=0.0)
+    assert results == [probing.CUT_OFF] and len(server.requests) == before  # no budget: nothing sent
 
 
 def test_a_down_check_is_tried_again_within_its_deadline(server: LocalServer) -> None:
@@ -122,12 +138,13 @@ def test_a_timeout_while_reading_the_body_says_so(server: LocalServer) -> None:
 
 def test_a_redirect_is_handed_to_httpx_on_asyncios_loop_and_remembered(server: LocalServer) -> None:
     """The first check of a monitor that redirects: the bare loop's GET is answered by a
-    redirect, httpx follows it (after the bare loop), and the result says so; the next tick
-    sends it to httpx at once."""
+    redirect, httpx follows it (on asyncio's loop, in a thread), and the result says so; the
+    next tick sends it to httpx at once."""
     monitors = [monitor(1, server.url("/ok?m=plain")), monitor(2, server.url("/redirect/1"))]
-    results, leftovers = fan_out(monitors)
-    assert [(left.index, left.handed) for left in leftovers] == [(1, True)]
-    assert 0 < leftovers[0].monitor.timeout_s <= 5
+    results, elsewhere = fan_out(monitors)
+    assert results == [results[0], ELSEWHERE] and results[0].status == "up"
+    [(sent, handed)] = elsewhere
+    assert handed and sent.id == 2 and 0 < sent.timeout_s <= 5
     before = len(server.requests)
     options = TickOptions("unused.db", retry_delay_s=0, budget_s=10)
     results = _probe(monitors, options, 60_000, {})
@@ -178,3 +195,100 @@ def test_a_name_that_does_not_resolve_is_dns(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
     [result], _ = fan_out([monitor(1, "http://nowhere.invalid/")])
     assert (result.status, result.cause) == ("down", "dns")
+
+
+def test_a_hand_over_goes_on_at_once_while_a_hanging_host_holds_the_bare_loop(server: LocalServer) -> None:
+    """The redirect is followed on asyncio's loop while the hanging check still waits for its
+    deadline: when the budget ends, it has its answer (not CUT_OFF, our limit)."""
+    monitors = [monitor(1, server.url("/hang"), timeout_s=5), monitor(2, server.url("/redirect/1"))]
+    options = TickOptions("unused.db", retry_delay_s=0, budget_s=1.5)
+    results = _probe(monitors, options, 60_000, {})
+    assert results[0] == probing.CUT_OFF
+    assert (results[1].status, results[1].http_status, results[1].handed_at_ms) == ("up", 200, 60_000)
+
+
+def test_hundreds_of_checks_that_fail_at_once_end_one_by_one_never_nested(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each check ends from the loop, not inside the check before it: a network that refuses
+    every connection at once (here connect itself fails) is hundreds of down checks, never a
+    RecursionError."""
+
+    def unreachable(self: socket.socket, address: object) -> None:
+        raise OSError(errno.ENETUNREACH, "Network is unreachable")
+
+    monkeypatch.setattr(socket.socket, "connect", unreachable)
+    monitors = [monitor(i, f"http://127.0.0.1:9/?m={i}") for i in range(1, 401)]
+    results, _ = fan_out(monitors, concurrency=2)
+    assert {(r.status, r.cause) for r in results} == {("down", "connect error")}
+
+
+def test_a_losing_attempt_already_selected_when_another_won_is_ignored() -> None:
+    """Two addresses of a name ready in the same select: the first wins and closes the other;
+    the other's readiness, already in hand, must not end the check."""
+    loop = bare_probes.Loop()
+    ended: list[object] = []
+    call = bare_probes.BareCall(
+        loop,
+        wire.Request(b"GET / HTTP/1.1\r\n\r\n", "127.0.0.1", 9, False),
+        ssl.create_default_context,
+        ended.append,
+        keep=False,
+        limit=0,
+        read_body=lambda status: False,
+    )
+    loser = bare_probes._Attempt(("127.0.0.2", 9))  # its socket closed by the winner
+    call._guarded(call._connect_ready, loser)
+    loop.run_once(loop.time())
+    loop.close()
+    assert ended == []
+
+
+def test_a_bug_while_judging_an_answer_is_a_probe_error_at_once(
+    server: LocalServer, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Not swallowed by the parser's callback it would run in, and never a timeout."""
+
+    def broken(*args: object) -> ProbeResult:
+        raise RuntimeError("judged badly")
+
+    monkeypatch.setattr(http, "answer_result", broken)
+    [result], _ = fan_out([monitor(1, server.url("/ok"), timeout_s=20)], budget_s=20)
+    assert (result.status, result.cause) == ("down", "probe error: RuntimeError")
+    assert "RuntimeError: judged badly" in capsys.readouterr().err
+
+
+def _answer_with_the_handshake(listener: socket.socket, context: ssl.SSLContext, stop: threading.Event) -> None:
+    """A TLS 1.2 server that sends its response in the same write as its handshake's last
+    flight, before reading any request, and then waits."""
+    conn, _ = listener.accept()
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    tls = context.wrap_bio(incoming, outgoing, server_side=True)
+    while True:
+        try:
+            tls.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            conn.sendall(outgoing.read())
+            incoming.write(conn.recv(65536))
+    tls.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+    conn.sendall(outgoing.read())
+    stop.wait(10)
+    conn.close()
+
+
+def test_a_response_that_came_with_the_handshake_is_read(tmp_path: object) -> None:
+    """As asyncio's SSL protocol reads what is already in after its handshake."""
+    pair = valid_cert()
+    context = pair.server_context
+    context.maximum_version = ssl.TLSVersion.TLSv1_2
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        thread = threading.Thread(target=_answer_with_the_handshake, args=(listener, context, stop), daemon=True)
+        thread.start()
+        m = monitor(1, f"https://127.0.0.1:{listener.getsockname()[1]}/", timeout_s=3)
+        options = TickOptions("unused.db", verify=pair.client_context(), retry_delay_s=0, budget_s=5)
+        [result] = _probe([m], options, 0, {})
+        stop.set()
+        thread.join(5)
+    assert (result.status, result.http_status) == ("up", 200)

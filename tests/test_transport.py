@@ -26,7 +26,7 @@ from monitor_tick.probes import ProbeContext, check_monitor, latency, wire
 from monitor_tick.probes.backend import httpx_transport
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.http import probe_http
-from monitor_tick.probes.request import DefaultTrust
+from monitor_tick.probes.trust import DefaultTrust
 from monitor_tick.run import bare, fanout
 from monitor_tick.run import tick as run_tick_module
 from monitor_tick.run.fanout import make_client, ssl_context

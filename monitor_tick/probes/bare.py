@@ -23,115 +23,24 @@ monitor's failed check). `cancel` ends it without a call (its deadline), closing
 
 from __future__ import annotations
 
-import collections
-import heapq
-import selectors
 import socket
-import ssl
 import threading
-import time
 from collections.abc import Callable
+from types import ModuleType
 
 from monitor_tick.probes import wire
+from monitor_tick.probes.loop import READ, WRITE, Loop, Timer
 
-MAX_READ = 256 * 1024  # what asyncio's transports read at once
-# what asyncio's SSL protocol reads as "not yet" (sslproto.SSLAgainErrors)
-_AGAIN = (ssl.SSLWantReadError, ssl.SSLSyscallError)
-_READ, _WRITE = selectors.EVENT_READ, selectors.EVENT_WRITE
+TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
+if TYPE_CHECKING:
+    import ssl
 
-
-class Timer:
-    """A callback at a time of Loop.time(), unless cancelled first."""
-
-    __slots__ = ("when", "callback", "cancelled")
-
-    def __init__(self, when: float, callback: Callable[[], None]) -> None:
-        self.when = when
-        self.callback = callback
-        self.cancelled = False
-
-    def __lt__(self, other: Timer) -> bool:
-        return self.when < other.when
-
-    def cancel(self) -> None:
-        self.cancelled = True
+MAXREAD = 256 * 1024  # what asyncio's transports read at once
 
 
-class Loop:
-    """Callbacks on one thread: a socket's readiness (selectors), timers, and calls from other
-    threads (call_soon_threadsafe: a lookup's answer). run_once runs what is ready; close it
-    when done."""
-
-    def __init__(self) -> None:
-        self._selector = selectors.DefaultSelector()
-        self._timers: list[Timer] = []
-        self._from_threads: collections.deque[Callable[[], None]] = collections.deque()
-        self._wake_r, self._wake_w = socket.socketpair()
-        self._wake_r.setblocking(False)
-        self._wake_w.setblocking(False)
-        self._selector.register(self._wake_r, _READ, self._woken)
-
-    @staticmethod
-    def time() -> float:
-        """CLOCK_MONOTONIC, which time.monotonic reads on Linux, read directly: a test that
-        freezes the clock (freezegun) never stops the loop's timers, as asyncio's loop sees real
-        time under freezegun's real_asyncio."""
-        return time.clock_gettime(time.CLOCK_MONOTONIC)
-
-    def call_at(self, when: float, callback: Callable[[], None]) -> Timer:
-        timer = Timer(when, callback)
-        heapq.heappush(self._timers, timer)
-        return timer
-
-    def call_soon_threadsafe(self, callback: Callable[[], None]) -> None:
-        """From any thread: run `callback` on the loop's."""
-        self._from_threads.append(callback)
-        try:
-            self._wake_w.send(b"\0")
-        except OSError:  # full (a wake-up is pending anyway) or closed (the loop has ended)
-            pass
-
-    def watch(self, sock: socket.socket, events: int, callback: Callable[[int], None]) -> None:
-        """Call `callback(events ready)` when `sock` is ready for `events` (replacing any earlier watch)."""
-        try:
-            self._selector.modify(sock, events, callback)
-        except KeyError:
-            self._selector.register(sock, events, callback)
-
-    def unwatch(self, sock: socket.socket) -> None:
-        try:
-            self._selector.unregister(sock)
-        except (KeyError, ValueError):  # not watched, or already closed
-            pass
-
-    def run_once(self, until: float) -> None:
-        """Wait for a socket, a timer or a thread, at most until `until` (Loop.time()), and run
-        what is ready."""
-        timers = self._timers
-        while timers and timers[0].cancelled:
-            heapq.heappop(timers)
-        wake = min(timers[0].when, until) if timers else until
-        for key, events in self._selector.select(max(0.0, wake - self.time())):
-            key.data(events)
-        now = self.time()
-        while timers and timers[0].when <= now:
-            timer = heapq.heappop(timers)
-            if not timer.cancelled:
-                timer.callback()
-
-    def _woken(self, _: int) -> None:
-        try:
-            while self._wake_r.recv(4096):
-                pass
-        except OSError:  # drained (BlockingIOError)
-            pass
-        while self._from_threads:
-            self._from_threads.popleft()()
-
-    def close(self) -> None:
-        self._selector.close()
-        self._wake_r.close()
-        self._wake_w.close()
+def _again(ssl: ModuleType) -> tuple[type[BaseException], ...]:
+    """What asyncio's SSL protocol reads as "not yet" (sslproto.SSLAgainErrors)."""
+    return (ssl.SSLWantReadError, ssl.SSLSyscallError)
 
 
 def _ipaddr_info(host: str, port: int) -> tuple[int, int, int, str, tuple[object, ...]] | None:
@@ -233,7 +142,7 @@ class BareCall:
         try:
             if request.tls:
                 self._context = self._ssl_context()
-        except (OSError, ssl.SSLError) as exc:
+        except OSError as exc:  # ssl.SSLError too
             raise wire.ConnectError(str(exc)) from exc
         literal = _ipaddr_info(request.host, request.port)
         if literal is not None:
@@ -287,7 +196,7 @@ class BareCall:
                 attempt.errors.append(exc)
                 self._lost_attempt(attempt, start_next=False)
                 continue
-            self._loop.watch(sock, _WRITE, lambda _, attempt=attempt: self._guarded(self._connect_ready, attempt))
+            self._loop.watch(sock, WRITE, lambda _, attempt=attempt: self._guarded(self._connect_ready, attempt))
             if self._happy and len(self._attempts) < len(self._infos):
                 attempt.timer = self._loop.call_at(
                     self._loop.time() + wire.HAPPY_EYEBALLS_DELAY_S, lambda attempt=attempt: self._next_of(attempt)
@@ -305,7 +214,8 @@ class BareCall:
 
     def _connect_ready(self, attempt: _Attempt) -> None:
         sock = attempt.sock
-        assert sock is not None
+        if sock is None or self._sock is not None:  # closed by another attempt's win, in the same select
+            return
         error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
         if error:
             attempt.errors.append(OSError(error, f"Connect call failed {attempt.address}"))
@@ -346,21 +256,25 @@ class BareCall:
         if self._context is None:
             self._send(self._request.wire)
             return
+        import ssl  # loaded: the context is its
+
         try:
             self._incoming, self._outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
             self._tls = self._context.wrap_bio(
                 self._incoming, self._outgoing, server_side=False, server_hostname=self._request.host
             )
-        except (OSError, ssl.SSLError) as exc:  # the trust could not be loaded (request.DefaultTrust)
+        except OSError as exc:  # ssl.SSLError too: the trust could not be loaded (trust.DefaultTrust)
             raise wire.ConnectError(str(exc)) from exc
         self._handshaking = True
         self._handshake()
 
     def _handshake(self) -> None:
+        import ssl
+
         assert self._tls is not None
         try:
             self._tls.do_handshake()
-        except _AGAIN:
+        except _again(ssl):
             self._flush_tls()
             return
         except ssl.SSLError as exc:
@@ -368,7 +282,7 @@ class BareCall:
         self._handshaking = False
         self.exchange.ssl_object = self._tls
         self._tls.write(self._request.wire)
-        self._flush_tls()
+        self._read_tls(eof=False)  # what came with the handshake, as asyncio's SSL protocol reads it; and sends
 
     def _flush_tls(self) -> None:
         assert self._outgoing is not None
@@ -388,18 +302,18 @@ class BareCall:
                 self._lost(exc)
                 return
             del self._out[:sent]
-        self._loop.watch(sock, _READ | (_WRITE if self._out else 0), lambda events: self._guarded(self._ready, events))
+        self._loop.watch(sock, READ | (WRITE if self._out else 0), lambda events: self._guarded(self._ready, events))
 
     def _ready(self, events: int) -> None:
-        if events & _WRITE:
+        if events & WRITE:
             self._send(b"")
-        if events & _READ and not self._over:
+        if events & READ and not self._over:
             self._read()
 
     def _read(self) -> None:
         assert self._sock is not None
         try:
-            data = self._sock.recv(MAX_READ)
+            data = self._sock.recv(MAXREAD)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -427,14 +341,16 @@ class BareCall:
     def _read_tls(self, *, eof: bool) -> None:
         """What the TLS session has for the response; `eof`: the stream has ended (its end is
         the response's, as asyncio's SSL protocol reads it)."""
+        import ssl
+
         assert self._tls is not None
         chunks = []
         closed = False
         try:
-            while chunk := self._tls.read(MAX_READ):
+            while chunk := self._tls.read(MAXREAD):
                 chunks.append(chunk)
             closed = True  # close_notify
-        except _AGAIN:
+        except _again(ssl):
             pass
         except ssl.SSLError as exc:
             self._lost(exc)
@@ -465,7 +381,8 @@ class BareCall:
             return
         self._over = True
         self._close()
-        self._finished(outcome)
+        finished = self._finished
+        self._loop.call_soon(lambda: finished(outcome))  # from the loop: a run of checks that end at once never nests
 
     def _close(self) -> None:
         """Close every socket now (no TLS close_notify to wait for), as Call's transport.abort."""

@@ -17,7 +17,6 @@ needed: fanout.Clients): a check the fast path takes on (wire.py) never loads it
 
 from __future__ import annotations
 
-import ssl
 import sys
 import time
 from urllib.parse import urlsplit
@@ -185,7 +184,7 @@ def keeps_body(monitor: Monitor) -> bool:
     return bool(monitor.keyword or monitor.keyword_absent or monitor.json_field)
 
 
-_OWN_FAILURES: tuple[type[BaseException], ...] = (wire.WireError, OSError, ssl.SSLError)
+_OWN_FAILURES: tuple[type[BaseException], ...] = (wire.WireError, OSError)  # ssl.SSLError is an OSError
 
 
 def _failures() -> tuple[type[BaseException], ...]:
@@ -219,7 +218,7 @@ def _failed(exc: BaseException, status: int | None, expires_at_ms: int | None) -
         return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body", expires_at_ms)
     if isinstance(exc, wire.WireError):
         return ProbeResult("down", None, status, cause_of(exc), expires_at_ms)
-    if not isinstance(exc, OSError | ssl.SSLError):  # httpx's errors (_failures): it is loaded
+    if not isinstance(exc, OSError):  # httpx's errors (_failures): it is loaded (TLS errors are OSErrors)
         import httpx
 
         if isinstance(exc, httpx.PoolTimeout):
@@ -287,7 +286,7 @@ def _cause_of_chain(exc: BaseException, default: str) -> str:
     visited: set[int] = set()
     while seen is not None and id(seen) not in visited:  # chains can loop
         visited.add(id(seen))
-        if isinstance(seen, OSError | ssl.SSLError):  # httpx's errors and the fast path's are neither
+        if isinstance(seen, OSError):  # a TLS error too; httpx's errors and the fast path's are neither
             cause = cause_of_os_error(seen)
             # anyio wraps the real error in a plain OSError; an unreachable network is the real
             # one (asyncio's text for it may name ssl, which is not a TLS failure)

@@ -20,7 +20,6 @@ first, the socket is shut down, so that the thread ends with the probe.
 from __future__ import annotations
 
 import socket
-import ssl
 import time
 from types import ModuleType
 
@@ -31,6 +30,7 @@ from monitor_tick.probes.base import Kind, ProbeContext
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    import ssl
     from typing import Any
 
 DEFAULT_PORT = 3306
@@ -144,6 +144,8 @@ def _ping(connection: Any, sock: socket.socket) -> dict[str, Any] | None:
     try:
         # PyMySQL has no public way to it: its socket, once TLS wrapped it
         secured = connection._sock
+        import ssl  # pymysql has imported it
+
         cert = secured.getpeercert() if isinstance(secured, ssl.SSLSocket) else None
         connection.ping(reconnect=False)
     finally:

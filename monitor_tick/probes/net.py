@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import errno
 import socket
-import ssl
+import sys
 import time
 from urllib.parse import SplitResult, urlsplit
 
@@ -16,6 +16,7 @@ from monitor_tick.probes.guard import AddressGuard, BlockedAddress
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     import asyncio
+    import ssl
 
 CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
 # No route to the host: nothing answered, the failure is on the way (our own network, often)
@@ -26,7 +27,8 @@ def cause_of_os_error(exc: BaseException) -> str:
     """A short, stable cause for a socket or TLS error (never an address: it may be private)."""
     if isinstance(exc, BlockedAddress):
         return str(exc)
-    if isinstance(exc, ssl.SSLCertVerificationError):
+    ssl = sys.modules.get("ssl")  # a TLS error can be raised only once ssl is loaded
+    if ssl is not None and isinstance(exc, ssl.SSLCertVerificationError):
         reason = (exc.verify_message or "").lower()
         if "expired" in reason:
             return "tls: certificate expired"
@@ -35,7 +37,7 @@ def cause_of_os_error(exc: BaseException) -> str:
         if "self-signed" in reason or "self signed" in reason:
             return "tls: self-signed certificate"
         return "tls: certificate not trusted"
-    if isinstance(exc, ssl.SSLError):
+    if ssl is not None and isinstance(exc, ssl.SSLError):
         return "tls"
     if isinstance(exc, socket.gaierror):
         return "dns"
@@ -142,7 +144,7 @@ async def close_stream(writer: asyncio.StreamWriter) -> None:
     try:
         async with asyncio.timeout(CLOSE_WAIT_S):
             await writer.wait_closed()
-    except (TimeoutError, OSError, ssl.SSLError):
+    except OSError:  # TimeoutError and ssl.SSLError are OSErrors
         writer.transport.abort()
 
 
@@ -151,6 +153,8 @@ def cert_expires_at_ms(cert: dict[str, object] | None) -> int | None:
     not_after = (cert or {}).get("notAfter")
     if not isinstance(not_after, str):
         return None
+    import ssl  # loaded: the certificate came from it
+
     return ssl.cert_time_to_seconds(not_after) * MS_PER_S
 
 

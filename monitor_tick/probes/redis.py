@@ -11,7 +11,6 @@ trust) and judges its expiry with --expires-within when given.
 from __future__ import annotations
 
 import functools
-import ssl
 import time
 from types import ModuleType
 
@@ -22,6 +21,7 @@ from monitor_tick.probes.base import Kind, ProbeContext
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
+    import ssl
     from typing import Any
 
 DEFAULT_PORT = 6379

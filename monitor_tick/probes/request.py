@@ -19,8 +19,6 @@ from __future__ import annotations
 import base64
 import os
 import re
-import ssl
-import sys
 from collections.abc import Callable, Mapping
 
 from monitor_tick.core.model import METHODS, InvalidMonitor, Monitor, line_breaker
@@ -28,7 +26,7 @@ from monitor_tick.core.redact import ENV_REFERENCE, header_lines
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
-    from typing import Any
+    import ssl
 
 USER_AGENT = "monitor-tick (uptime check)"
 
@@ -149,55 +147,7 @@ def tls_setting(monitor: Monitor) -> tuple[str | None, bool] | None:
     return monitor.ca_file, bool(monitor.insecure)
 
 
-class DefaultTrust(ssl.SSLContext):
-    """httpx's default trust -- the CA bundle in SSL_CERT_FILE, else the directory in
-    SSL_CERT_DIR, else certifi's -- loaded on the first TLS handshake, not when made: loading a
-    bundle costs tens of milliseconds, which a tick with no https:// or tls:// monitor, nor a
-    redirect to one, never needs to spend. Otherwise ssl.create_default_context's context."""
-
-    def __new__(cls) -> DefaultTrust:
-        return super().__new__(cls, ssl.PROTOCOL_TLS_CLIENT)
-
-    def __init__(self) -> None:
-        self._loaded = False
-        self._failed: BaseException | None = None
-        # as ssl.create_default_context sets them (httpx's context is one)
-        if sys.version_info >= (3, 13):
-            self.verify_flags |= ssl.VERIFY_X509_STRICT | ssl.VERIFY_X509_PARTIAL_CHAIN
-        if os.environ.get("SSLKEYLOGFILE"):
-            self.keylog_filename = os.environ["SSLKEYLOGFILE"]
-        self._cafile, self._capath = _trust_locations()
-
-    def _load(self) -> None:
-        if self._loaded:
-            return
-        if self._failed is not None:
-            raise self._failed
-        try:
-            self._load_bundle()
-        except (OSError, ssl.SSLError) as exc:
-            self._failed = exc  # said once per check, not read again for each
-            raise
-        self._loaded = True
-
-    def _load_bundle(self) -> None:
-        if self._cafile or self._capath:
-            self.load_verify_locations(cafile=self._cafile, capath=self._capath)
-        else:
-            import certifi  # httpx's own dependency, and its default
-
-            self.load_verify_locations(cafile=certifi.where())
-
-    def wrap_socket(self, *args: Any, **kwargs: Any) -> ssl.SSLSocket:
-        self._load()
-        return super().wrap_socket(*args, **kwargs)
-
-    def wrap_bio(self, *args: Any, **kwargs: Any) -> ssl.SSLObject:
-        self._load()
-        return super().wrap_bio(*args, **kwargs)
-
-
-def _trust_locations() -> tuple[str | None, str | None]:
+def trust_locations() -> tuple[str | None, str | None]:
     """(SSL_CERT_FILE, SSL_CERT_DIR) as httpx reads them. A CA setting that names nothing raises
     FileNotFoundError, as httpx's context would (a file that is not PEM fails each TLS check
     instead, when it is first needed)."""
@@ -214,17 +164,22 @@ def check_trust(verify: object) -> None:
     """Raise FileNotFoundError when `verify` is the default trust (True) and its CA setting names
     nothing: what making DefaultTrust would raise, without making it."""
     if verify is True:
-        _trust_locations()
+        trust_locations()
 
 
 def ssl_context(verify: object = True) -> ssl.SSLContext:
     """The one TLS context of a tick: what HTTPS requests and tls:// probes both trust.
     `verify`: an ssl.SSLContext (used as is), True (httpx's default CA bundle, loaded on the
-    first handshake: DefaultTrust), False (no verification) or a CA file."""
+    first handshake: trust.DefaultTrust), False (no verification) or a CA file. Called when a
+    check first needs TLS: ssl is imported then (a tick of plain http:// checks never loads it)."""
+    import ssl
+
     if isinstance(verify, ssl.SSLContext):
         return verify
     if verify is True:
-        return DefaultTrust()
+        from monitor_tick.probes.trust import DefaultTrust
+
+        return DefaultTrust(*trust_locations())
     import httpx  # a CA file or no verification: httpx's reading of it (a test's or embedder's)
 
     return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
@@ -232,7 +187,7 @@ def ssl_context(verify: object = True) -> ssl.SSLContext:
 
 class Contexts:
     """A tick's SSL contexts by TLS setting (tls_setting; None: the tick's `verify`, as
-    ssl_context reads it), each made when a check first needs it."""
+    ssl_context reads it), each made when a check first needs it (ssl is imported then)."""
 
     def __init__(self, verify: object) -> None:
         """Checks `verify` now, so that a CA setting that names nothing fails the tick at its start."""
@@ -248,6 +203,8 @@ class Contexts:
 
 def ssl_context_for(setting: tuple[str | None, bool]) -> ssl.SSLContext:
     """The SSL context of a tls_setting. Raises OSError or ssl.SSLError for an unusable CA file."""
+    import ssl
+
     ca_file, insecure = setting
     context = ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
     if insecure:
@@ -304,6 +261,8 @@ def _check_headers(monitor: Monitor) -> None:
 def _check_ca_file(path: str) -> None:
     if not isinstance(path, str) or not path:
         raise InvalidMonitor("--ca-file is empty")
+    import ssl
+
     try:
         ssl_context_for((path, False))
     except ssl.SSLError:

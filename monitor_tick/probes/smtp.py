@@ -11,7 +11,6 @@ keep the probe inside the tick's loop and deadline.
 
 from __future__ import annotations
 
-import ssl
 import time
 from urllib.parse import parse_qsl, urlsplit
 
@@ -34,6 +33,7 @@ from monitor_tick.probes.tls import DEFAULT_EXPIRES_WITHIN_SEC
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     import asyncio
+    import ssl
 
 DEFAULT_PORT = 25
 MAX_REPLY_LINES = 100  # of one reply; a server sending more is not speaking SMTP
@@ -70,7 +70,7 @@ async def probe_smtp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         return ProbeResult("down", None, None, "smtp: timeout")
     except SmtpError as exc:
         return ProbeResult("down", None, None, f"smtp: {exc}")
-    except (OSError, ssl.SSLError) as exc:
+    except OSError as exc:  # ssl.SSLError too
         return ProbeResult("down", None, None, upgraded_cause("smtp", exc))
     finally:
         if writer is not None:
@@ -89,7 +89,7 @@ async def _quit(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
         async with asyncio.timeout(CLOSE_WAIT_S):
             writer.write(b"QUIT\r\n")
             await reader.readline()
-    except (TimeoutError, OSError, ssl.SSLError, ValueError):  # ValueError: a line over the stream's limit
+    except (OSError, ValueError):  # TimeoutError and ssl.SSLError too; ValueError: a line over the stream's limit
         pass
 
 

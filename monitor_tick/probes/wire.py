@@ -1,5 +1,5 @@
 """Plain HTTP/1.1 checks straight on the wire, parsed by httptools: the fast path of every tick
-(fanout.fast_path), which imports no httpx. The exchange (Exchange) does no I/O of its own: a
+(probing.fast_path), which imports no httpx. The exchange (Exchange) does no I/O of its own: a
 tick whose checks are all plain carries it on bare sockets (bare.py), without asyncio; any other
 on asyncio's transports (Call).
 
@@ -33,7 +33,6 @@ import ipaddress
 import os
 import re
 import socket
-import ssl
 from collections.abc import Callable
 from types import ModuleType
 
@@ -44,6 +43,7 @@ from monitor_tick.probes import request
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     import asyncio
+    import ssl
     from typing import Any
 
     import httpx
@@ -61,7 +61,7 @@ MAX_HEAD_BYTES = 100 * 1024
 
 def proxied() -> bool:
     """Whether httpx would send requests through a proxy from the environment: then only httpx
-    sends them (fanout.fast_path)."""
+    sends them (probing.fast_path)."""
     return any(value and name.lower() in PROXY_VARIABLES for name, value in os.environ.items())
 
 
@@ -303,7 +303,7 @@ class Call:
                 )
             except UnicodeError:  # a name asyncio cannot encode (a..b): httpx's lookup judges it
                 return None
-            except (OSError, ssl.SSLError) as exc:
+            except OSError as exc:  # ssl.SSLError too
                 raise ConnectError(str(exc)) from exc
             return await self._done
         except Handed:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import ssl
 import time
 from urllib.parse import urlsplit
 
@@ -85,7 +84,7 @@ async def probe_ws(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         return ProbeResult("down", None, None, "ws: connection closed" if closed else "ws: not an HTTP answer")
     except errors.InvalidHandshake as exc:
         return ProbeResult("down", None, None, f"ws: bad handshake ({type(exc).__name__})")
-    except (OSError, ssl.SSLError) as exc:
+    except OSError as exc:  # ssl.SSLError too
         return ProbeResult("down", None, None, upgraded_cause("ws", exc))
     finally:
         if connection is not None:  # cut off while closing (the deadline): not left open

@@ -11,24 +11,26 @@ The fan-out is fanout.probe_all's: probes start in `order`, `concurrency` at a t
 run `slot_hold_s` gives its place to the next and runs on to its deadline; at most `max_in_flight`
 run at once; a check that is down is tried again after `retry_delay_s` while its one deadline
 (timeout_s) leaves MIN_ATTEMPT_S; what is still running when `budget_s` has passed is cut off
-(CUT_OFF). A check whose response the fast path hands to httpx (a redirect), or whose request
-httpx must send after all (a name that cannot be encoded), is left to asyncio's fan-out
-(`Leftover`) with what was left of its deadline and its retries: the tick sends it there when
-this loop is done, and remembers a hand-over (its result's handed_at_ms), so that the monitor's
-next checks go to httpx at once, on asyncio's loop.
+(CUT_OFF). Every step runs from the loop itself (never nested), and a bug in one is that
+monitor's failed check. A check whose response the fast path hands to httpx (a redirect), or
+whose request httpx must send after all (a name that cannot be encoded), goes on at once on
+asyncio's loop, in a thread of its own (`elsewhere`, run/tick.py), with what was left of its
+deadline, its retries and the budget; a hand-over is remembered (its result's handed_at_ms), so
+that the monitor's next checks go to httpx at once, and its ticks run on asyncio's loop.
 """
 
 from __future__ import annotations
 
 import collections
 import sys
+import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult, parse_expect, status_accepted
-from monitor_tick.core.records import NamedTuple
 from monitor_tick.probes import ProbeContext, bare, http, latency, request, resolved, wire
+from monitor_tick.probes.loop import Loop
 from monitor_tick.run import probing
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
@@ -36,13 +38,10 @@ TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (
 BARE_LOOP = True
 
 
-class Leftover(NamedTuple):
-    """A check the bare loop leaves to asyncio's fan-out: the monitor with what was left of its
-    deadline and retries, and whether the fast path handed its response over."""
-
-    index: int
-    monitor: Monitor
-    handed: bool
+# How a check the bare loop hands over goes on, on asyncio's loop: (the monitor with what is left
+# of its deadline and retries, whether the fast path handed its response over, what is left of
+# the budget) -> its result. Called in a thread of its own (run/tick.py gives it).
+Elsewhere = Callable[[Monitor, bool, float], ProbeResult]
 
 
 def requests(monitors: Sequence[Monitor], ctx: ProbeContext) -> list[wire.Request] | None:
@@ -93,8 +92,10 @@ class _FanOut:
         retry_delay_s: float,
         slot_hold_s: float | None,
         max_in_flight: int | None,
+        elsewhere: Elsewhere,
     ) -> None:
-        self.loop = bare.Loop()
+        self.loop = Loop()
+        self.elsewhere = elsewhere
         self.monitors = monitors
         self.sent = sent
         self.ctx = ctx
@@ -103,23 +104,25 @@ class _FanOut:
         self.slot_hold_s = slot_hold_s
         self.max_in_flight = max_in_flight or concurrency
         self.results: list[ProbeResult | None] = [None] * len(monitors)
-        self.leftovers: list[Leftover] = []
+        self.leftovers: list[threading.Thread] = []  # checks sent to asyncio's loop (Elsewhere)
         self.running: dict[int, _Check] = {}
         self.holding = 0
         self.waiting: collections.deque[int] = collections.deque()
 
     def run(self, order: Iterable[int], budget_s: float | None) -> None:
         self.waiting.extend(order)
-        end = self.loop.time() + (budget_s if budget_s is not None else float("inf"))
+        end = self.end = self.loop.time() + (budget_s if budget_s is not None else float("inf"))
         try:
-            self._start_waiting()
             while (self.waiting or self.running) and self.loop.time() < end:
+                self._start_waiting()
                 self.loop.run_once(end)
         finally:
             for check in self.running.values():  # cut off by the budget: CUT_OFF
                 if check.call is not None:
                     check.call.cancel()
             self.loop.close()
+        for thread in self.leftovers:  # what is left of the budget (their results: CUT_OFF until in)
+            thread.join(max(end - self.loop.time(), 0.0))
 
     def _start_waiting(self) -> None:
         while self.waiting and self.holding < self.concurrency and len(self.running) < self.max_in_flight:
@@ -143,11 +146,12 @@ class _FanOut:
         ctx, sent = self.ctx, check.sent
         setting = request.tls_setting(sent)
         ranges = parse_expect(sent.expect_status)
+        call: bare.BareCall
         call = check.call = bare.BareCall(
             self.loop,
             check.request,
             ctx.tls if setting is None or ctx.clients is None else lambda: ctx.clients.context(setting),  # type: ignore[union-attr]
-            lambda outcome: self._answered(check, outcome),
+            lambda outcome: self._safely(check, self._answered, check, call, outcome),
             keep=http.keeps_body(sent),
             limit=http.MAX_BODY_BYTES,
             read_body=lambda code: status_accepted(code, ranges),
@@ -155,7 +159,7 @@ class _FanOut:
         )
         check.started = time.perf_counter()
         if check.timer is None:  # the probe's one deadline, over every attempt
-            check.timer = self.loop.call_at(check.deadline, lambda: self._timed_out(check))
+            check.timer = self.loop.call_at(check.deadline, lambda: self._safely(check, self._timed_out, check))
         call.start()
 
     def _timed_out(self, check: _Check) -> None:
@@ -166,14 +170,12 @@ class _FanOut:
             call.cancel()
         self._done(check, http.failed(TimeoutError(), status))
 
-    def _answered(self, check: _Check, outcome: wire.Answer | BaseException | None) -> None:
-        monitor, call = check.sent, check.call
-        assert call is not None
-        if outcome is None:  # httpx's to send or take further: on asyncio's loop, when this one is done
-            left_s = check.deadline - self.loop.time()
-            leftover = check.monitor._replace(timeout_s=left_s, retries=check.retries)
-            self.leftovers.append(Leftover(check.index, leftover, call.handed))
-            self._end(check)
+    def _answered(self, check: _Check, call: bare.BareCall, outcome: wire.Answer | BaseException | None) -> None:
+        if self.running.get(check.index) is not check or check.call is not call:
+            return  # its deadline came first
+        monitor = check.sent
+        if outcome is None:  # httpx's to send or take further: on asyncio's loop, at once
+            self._send_elsewhere(check, call.handed)
             return
         if isinstance(outcome, wire.Answer):
             result = http.answer_result(
@@ -182,13 +184,7 @@ class _FanOut:
         elif isinstance(outcome, wire.WireError | OSError):
             result = http.failed(outcome, call.status)
         else:  # a bug in the probe is that monitor's failed check
-            detail = probing.shown(str(outcome), check.monitor)
-            print(
-                f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: "
-                f"{type(outcome).__name__}: {detail}",
-                file=sys.stderr,
-            )
-            self._done(check, ProbeResult("down", None, None, f"probe error: {type(outcome).__name__}"))
+            self._failed_inside(check, outcome)
             return
         result = latency.judge(monitor, result)
         if result.status == "down" and check.retries > 0:
@@ -196,9 +192,54 @@ class _FanOut:
             if left_s >= probing.MIN_ATTEMPT_S:
                 check.retries -= 1
                 check.call = None
-                self.loop.call_at(self.loop.time() + self.retry_delay_s, lambda: self._attempt(check))
+                self.loop.call_at(
+                    self.loop.time() + self.retry_delay_s, lambda: self._safely(check, self._attempt, check)
+                )
                 return
         self._done(check, result)
+
+    def _send_elsewhere(self, check: _Check, handed: bool) -> None:
+        """The check goes on on asyncio's loop, in a thread of its own, with what is left of its
+        deadline, its retries and the budget; its worker goes to the next monitor."""
+        now = self.loop.time()
+        monitor = check.monitor._replace(timeout_s=max(check.deadline - now, 0.0), retries=check.retries)
+        budget_s = max(self.end - now, 0.0)
+
+        def probe() -> None:
+            try:
+                result = self.elsewhere(monitor, handed, budget_s)
+            except Exception as exc:  # noqa: BLE001 -- as a bug in a probe: that monitor's failed check
+                result = self._said_inside(check, exc)
+            self.results[check.index] = result
+
+        thread = threading.Thread(target=probe, name="monitor-tick-httpx", daemon=True)
+        self.leftovers.append(thread)
+        thread.start()
+        self._end(check)
+
+    def _safely(self, check: _Check, step: Callable[..., None], *args: object) -> None:
+        """Run a step of `check`'s; a bug in it is that monitor's failed check, never the tick's."""
+        try:
+            step(*args)
+        except Exception as exc:  # noqa: BLE001 -- the monitor's failed check
+            if check.call is not None:
+                check.call.cancel()
+            if self.running.get(check.index) is check:
+                self._failed_inside(check, exc)
+
+    def _failed_inside(self, check: _Check, exc: BaseException) -> None:
+        self._done(check, self._said_inside(check, exc))
+
+    @staticmethod
+    def _said_inside(check: _Check, exc: BaseException) -> ProbeResult:
+        """A bug's result, said on stderr as fanout._probe_one says it."""
+        detail = probing.shown(str(exc), check.monitor)
+        print(
+            f"monitor-tick: probe of monitor {check.monitor.id} failed inside monitor-tick: "
+            f"{type(exc).__name__}: {detail}",
+            file=sys.stderr,
+        )
+        return ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
 
     def _done(self, check: _Check, result: ProbeResult) -> None:
         if result.cause is not None and check.sent is not check.monitor:
@@ -221,14 +262,15 @@ def probe_all(
     *,
     concurrency: int,
     retry_delay_s: float,
+    elsewhere: Elsewhere,
     budget_s: float | None = None,
     order: Iterable[int] | None = None,
     slot_hold_s: float | None = None,
     max_in_flight: int | None = None,
-) -> tuple[list[ProbeResult], list[Leftover]]:
-    """(one result per monitor, in the order of `monitors`; the checks left to asyncio's loop),
-    the results of those being CUT_OFF until the caller probes them. `sent`: requests(monitors,
-    ctx). The rest as fanout.probe_all's."""
+) -> list[ProbeResult]:
+    """One result per monitor, in the order of `monitors`. `sent`: requests(monitors, ctx);
+    `elsewhere`: how a check the bare loop hands over is probed on asyncio's loop. The rest as
+    fanout.probe_all's."""
     fan_out = _FanOut(
         monitors,
         sent,
@@ -237,12 +279,7 @@ def probe_all(
         retry_delay_s=retry_delay_s,
         slot_hold_s=slot_hold_s,
         max_in_flight=max_in_flight,
+        elsewhere=elsewhere,
     )
     fan_out.run(range(len(monitors)) if order is None else order, budget_s)
-    return [r if r is not None else probing.CUT_OFF for r in fan_out.results], fan_out.leftovers
-
-
-def handed_over(leftovers: Sequence[Leftover], now_ms: int) -> Mapping[int, int]:
-    """ProbeContext.handed for the leftovers' probes on asyncio's loop: those the fast path handed
-    over go to httpx at once."""
-    return {leftover.monitor.id: now_ms for leftover in leftovers if leftover.handed}
+    return [r if r is not None else probing.CUT_OFF for r in fan_out.results]

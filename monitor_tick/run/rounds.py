@@ -74,7 +74,7 @@ class TickOptions(NamedTuple):
     notify_timeout_s: float | None = None  # one notification to one channel; None: alerts.notify's
     # for tests and embedding: the httpx transport every HTTP probe goes through (None: httpx's
     # own, guarded under --block-private, and plain checks straight on the wire; see
-    # fanout.make_client and fanout.fast_path), and TLS verification for
+    # fanout.make_client and probing.fast_path), and TLS verification for
     # https:// and tls:// (an ssl.SSLContext, True for the default CA bundle, or a CA file)
     transport: httpx.AsyncBaseTransport | None = None
     verify: Any = True

@@ -102,7 +102,7 @@ async def probe_minute(
 
     deadline = loop.time() + budget_s
     loaded: dict[str, dict[int, Any]] = {}  # every share's (rounds.KIND_READS), read as it is claimed
-    handed: dict[int, int] = {}  # every share's (fanout.handed_over), read as it is claimed
+    handed: dict[int, int] = {}  # every share's (probing.handed_over), read as it is claimed
     # the fast path is the whole tick's choice, made on every check due in the minute
     ctx = rounds.probe_context(options, run.now_ms, loaded, sum(row["kind"] == "http" for row in rows), handed)
     pool = fanout.Pool(

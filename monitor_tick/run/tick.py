@@ -256,10 +256,9 @@ def _probe(
     recent: dict[int, Recent] | None = None,
 ) -> list[ProbeResult]:
     """Probe in probing.start_order (`recent`: store.recent_rollups): on the bare loop when it
-    takes every check (run/bare.py), else on asyncio's. The checks the bare loop leaves to httpx
-    go to asyncio's loop when it is done, with what the budget has left."""
+    takes every check (run/bare.py), else on asyncio's. A check the bare loop hands to httpx goes
+    on at once on asyncio's loop, in a thread of its own (the tick's one import of asyncio then)."""
     bare, probing = _bare_loop()
-    started = time.perf_counter()
     recent = recent or {}
     order = probing.start_order(monitors, recent, clock.minute_of_ms(now_ms))
     handed = probing.handed_over(recent)
@@ -268,21 +267,14 @@ def _probe(
     sent = bare.requests(monitors, ctx)
     if sent is None:
         return _probe_on_asyncio(monitors, options, now_ms, loaded, order, http_checks, handed)
-    results, leftovers = bare.probe_all(monitors, sent, ctx, order=order, **_fan_out(options))
-    if leftovers:
-        budget_s = max(options.budget_s - (time.perf_counter() - started), 0.0)
-        rest = _probe_on_asyncio(
-            [leftover.monitor for leftover in leftovers],
-            options._replace(budget_s=budget_s),
-            now_ms,
-            loaded,
-            None,
-            len(leftovers),
-            {**handed, **bare.handed_over(leftovers, now_ms)},
-        )
-        for leftover, result in zip(leftovers, rest, strict=True):
-            results[leftover.index] = result
-    return results
+
+    def elsewhere(monitor: Monitor, was_handed: bool, budget_s: float) -> ProbeResult:
+        # a monitor whose response the fast path handed over goes to httpx at once, and its
+        # result says so (ProbeContext.handed)
+        to_httpx = {**handed, monitor.id: now_ms} if was_handed else handed
+        return _probe_on_asyncio([monitor], options._replace(budget_s=budget_s), now_ms, loaded, None, 1, to_httpx)[0]
+
+    return bare.probe_all(monitors, sent, ctx, order=order, elsewhere=elsewhere, **_fan_out(options))
 
 
 def _fan_out(options: TickOptions) -> dict[str, Any]:
