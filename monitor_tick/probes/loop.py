@@ -27,7 +27,14 @@ class Timer:
         return self.when < other.when
 
     def cancel(self) -> None:
+        """It will not run; what it refers to is let go now, not when its time comes (as
+        asyncio's handles do): a tick of thousands of checks holds no ended check in its timers."""
         self.cancelled = True
+        self.callback = _nothing
+
+
+def _nothing() -> None:
+    pass
 
 
 class Loop:

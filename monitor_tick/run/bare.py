@@ -66,7 +66,19 @@ def requests(monitors: Sequence[Monitor], ctx: ProbeContext) -> list[wire.Reques
 class _Check:
     """One monitor's probe: its attempts, under one deadline."""
 
-    __slots__ = ("index", "monitor", "sent", "request", "deadline", "retries", "call", "started", "timer", "holding")
+    __slots__ = (
+        "index",
+        "monitor",
+        "sent",
+        "request",
+        "deadline",
+        "retries",
+        "call",
+        "started",
+        "timer",
+        "hold",
+        "holding",
+    )
 
     def __init__(self, index: int, monitor: Monitor, sent: Monitor, request: wire.Request, deadline: float) -> None:
         self.index = index
@@ -77,7 +89,8 @@ class _Check:
         self.retries = monitor.retries
         self.call: bare.BareCall | None = None
         self.started = 0.0  # perf_counter at the attempt's start
-        self.timer: bare.Timer | None = None
+        self.timer: bare.Timer | None = None  # its deadline
+        self.hold: bare.Timer | None = None  # when it gives its worker away (slot_hold_s)
         self.holding = True  # holds a worker (fanout.Pool's slot)
 
 
@@ -132,7 +145,9 @@ class _FanOut:
             self.running[index] = check
             self.holding += 1
             if self.slot_hold_s is not None:
-                self.loop.call_at(self.loop.time() + self.slot_hold_s, lambda check=check: self._release(check))
+                check.hold = self.loop.call_at(
+                    self.loop.time() + self.slot_hold_s, lambda check=check: self._release(check)
+                )
             self._attempt(check)
 
     def _release(self, check: _Check) -> None:
@@ -248,8 +263,10 @@ class _FanOut:
         self._end(check)
 
     def _end(self, check: _Check) -> None:
-        if check.timer is not None:
-            check.timer.cancel()
+        for timer in (check.timer, check.hold):
+            if timer is not None:
+                timer.cancel()
+        check.call = None
         del self.running[check.index]
         self._release(check)
         self._start_waiting()
