@@ -35,7 +35,7 @@ TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (
 if TYPE_CHECKING:
     import ssl
 
-MAXREAD = 256 * 1024  # what asyncio's transports read at once
+MAX_READ = 256 * 1024  # what asyncio's transports read at once
 
 
 def _again(ssl: ModuleType) -> tuple[type[BaseException], ...]:
@@ -224,10 +224,7 @@ class BareCall:
         self._won(attempt)
 
     def _lost_attempt(self, attempt: _Attempt, *, start_next: bool) -> None:
-        if attempt.sock is not None:
-            self._loop.unwatch(attempt.sock)
-            attempt.sock.close()
-            attempt.sock = None
+        self._close_attempt(attempt)
         if start_next:
             self._next_of(attempt)
         else:
@@ -313,7 +310,7 @@ class BareCall:
     def _read(self) -> None:
         assert self._sock is not None
         try:
-            data = self._sock.recv(MAXREAD)
+            data = self._sock.recv(MAX_READ)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
@@ -347,7 +344,7 @@ class BareCall:
         chunks = []
         closed = False
         try:
-            while chunk := self._tls.read(MAXREAD):
+            while chunk := self._tls.read(MAX_READ):
                 chunks.append(chunk)
             closed = True  # close_notify
         except _again(ssl):
@@ -398,10 +395,13 @@ class BareCall:
         for attempt in self._attempts:
             if attempt.timer is not None:
                 attempt.timer.cancel()
-            if attempt.sock is not None:
-                self._loop.unwatch(attempt.sock)
-                attempt.sock.close()
-                attempt.sock = None
+            self._close_attempt(attempt)
+
+    def _close_attempt(self, attempt: _Attempt) -> None:
+        if attempt.sock is not None:
+            self._loop.unwatch(attempt.sock)
+            attempt.sock.close()
+            attempt.sock = None
 
     def _guarded(self, step: Callable[..., None], *args: object) -> None:
         """Run a step; what it raises ends the exchange (a bug included: the monitor's failed check)."""

@@ -95,35 +95,31 @@ async def probe_http(
                     call = None
                     start = time.perf_counter()
             if answer is not None:
-                status = answer.status
-                expires_at_ms = cert_expires_at_ms(answer.peer_cert)
+                return answer_result(monitor, answer, now_ms, elapsed_ms(start, time.perf_counter()))
+            if client is None:
+                client = _client_for(monitor, ctx)
+            sent = client.build_request(
+                monitor.method,
+                monitor.url,
+                headers=request.request_headers(monitor),
+                content=request.request_body(monitor),
+                timeout=monitor.timeout_s,
+            )
+            response = await client.send(sent, stream=True, follow_redirects=True)
+            try:
+                status = response.status_code
+                if response.history or 300 <= status < 400:  # the fast path hands a redirect over
+                    handed_at_ms = now_ms
+                if monitor.expires_within_sec is not None:
+                    expires_at_ms = cert_expires_at_ms(_peer_cert(response))
+                    if expires_at_ms is None and ctx is not None and response.url.scheme == "https":
+                        host, port = response.url.host, response.url.port or 443
+                        _, cert = await connect(host, port, monitor.timeout_s, ctx.tls(), ctx.guard)
+                        expires_at_ms = cert_expires_at_ms(cert)
                 if status_accepted(status, ranges):
-                    body, whole = answer.body, answer.whole
-            else:
-                if client is None:
-                    client = _client_for(monitor, ctx)
-                sent = client.build_request(
-                    monitor.method,
-                    monitor.url,
-                    headers=request.request_headers(monitor),
-                    content=request.request_body(monitor),
-                    timeout=monitor.timeout_s,
-                )
-                response = await client.send(sent, stream=True, follow_redirects=True)
-                try:
-                    status = response.status_code
-                    if response.history or 300 <= status < 400:  # the fast path hands a redirect over
-                        handed_at_ms = now_ms
-                    if monitor.expires_within_sec is not None:
-                        expires_at_ms = cert_expires_at_ms(_peer_cert(response))
-                        if expires_at_ms is None and ctx is not None and response.url.scheme == "https":
-                            host, port = response.url.host, response.url.port or 443
-                            _, cert = await connect(host, port, monitor.timeout_s, ctx.tls(), ctx.guard)
-                            expires_at_ms = cert_expires_at_ms(cert)
-                    if status_accepted(status, ranges):
-                        body, whole = await _read_body(response, keep)
-                finally:
-                    await response.aclose()
+                    body, whole = await _read_body(response, keep)
+            finally:
+                await response.aclose()
             return judged(
                 monitor,
                 status,
@@ -137,10 +133,10 @@ async def probe_http(
     except _failures() as exc:  # TimeoutError is an OSError
         if status is None and call is not None:
             status = call.status  # the fast path's response had begun
-        failed = _failed(exc, status, expires_at_ms)
-        if failed.cause == "too many redirects":  # redirected, as the fast path hands over
+        failed_result = failed(exc, status, expires_at_ms)
+        if failed_result.cause == "too many redirects":  # redirected, as the fast path hands over
             handed_at_ms = now_ms
-        return failed._replace(handed_at_ms=handed_at_ms)
+        return failed_result._replace(handed_at_ms=handed_at_ms)
 
 
 def judged(
@@ -172,11 +168,6 @@ def answer_result(monitor: Monitor, answer: wire.Answer, now_ms: int, latency_ms
     accepted = status_accepted(status, parse_expect(monitor.expect_status))
     body, whole = (answer.body, answer.whole) if accepted else (None, True)
     return judged(monitor, status, body, whole, cert_expires_at_ms(answer.peer_cert), now_ms, latency_ms)
-
-
-def failed(exc: BaseException, status: int | None) -> ProbeResult:
-    """The result of an attempt that raised (`status`: the response's, when it had begun)."""
-    return _failed(exc, status, None)
 
 
 def keeps_body(monitor: Monitor) -> bool:
@@ -212,7 +203,7 @@ def _body_causes(
     )
 
 
-def _failed(exc: BaseException, status: int | None, expires_at_ms: int | None) -> ProbeResult:
+def failed(exc: BaseException, status: int | None, expires_at_ms: int | None = None) -> ProbeResult:
     """The result of an attempt that raised; `status` when a response had begun."""
     if isinstance(exc, TimeoutError):  # the attempt's deadline
         return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body", expires_at_ms)

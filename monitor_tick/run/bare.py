@@ -22,7 +22,6 @@ that the monitor's next checks go to httpx at once, and its ticks run on asyncio
 from __future__ import annotations
 
 import collections
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -33,7 +32,6 @@ from monitor_tick.probes import ProbeContext, bare, http, latency, request, reso
 from monitor_tick.probes.loop import Loop
 from monitor_tick.run import probing
 
-TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 # Tests turn it off to send a plain tick's checks through asyncio's loop, as any other tick's.
 BARE_LOOP = True
 
@@ -224,7 +222,7 @@ class _FanOut:
             try:
                 result = self.elsewhere(monitor, handed, budget_s)
             except Exception as exc:  # noqa: BLE001 -- as a bug in a probe: that monitor's failed check
-                result = self._said_inside(check, exc)
+                result = probing.failed_inside(check.monitor, exc)
             self.results[check.index] = result
 
         thread = threading.Thread(target=probe, name="monitor-tick-httpx", daemon=True)
@@ -243,18 +241,7 @@ class _FanOut:
                 self._failed_inside(check, exc)
 
     def _failed_inside(self, check: _Check, exc: BaseException) -> None:
-        self._done(check, self._said_inside(check, exc))
-
-    @staticmethod
-    def _said_inside(check: _Check, exc: BaseException) -> ProbeResult:
-        """A bug's result, said on stderr as fanout._probe_one says it."""
-        detail = probing.shown(str(exc), check.monitor)
-        print(
-            f"monitor-tick: probe of monitor {check.monitor.id} failed inside monitor-tick: "
-            f"{type(exc).__name__}: {detail}",
-            file=sys.stderr,
-        )
-        return ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
+        self._done(check, probing.failed_inside(check.monitor, exc))
 
     def _done(self, check: _Check, result: ProbeResult) -> None:
         if result.cause is not None and check.sent is not check.monitor:

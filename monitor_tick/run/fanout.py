@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import sys
 import threading
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -31,6 +30,7 @@ from monitor_tick.run.probing import (  # noqa: F401
     FAST_PATH_FROM,
     MIN_ATTEMPT_S,
     WIRE_AGAIN_AFTER_CHECKS,
+    failed_inside,
     fast_path,
     handed_over,
     shown,
@@ -305,12 +305,7 @@ async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) 
     try:
         result = await probe_with_retries(monitor, ctx, retry_delay_s)
     except Exception as exc:  # a bug in a probe is that monitor's failed check
-        detail = shown(str(exc), monitor)
-        print(
-            f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: {type(exc).__name__}: {detail}",
-            file=sys.stderr,
-        )
-        result = ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
+        result = failed_inside(monitor, exc)
     if remembered and result.handed_at_ms is None:
         result = result._replace(handed_at_ms=handed_at_ms)
     return result

@@ -4,6 +4,7 @@ cut off, and whether a tick's plain HTTP checks go straight on the wire. Imports
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 
 from monitor_tick.core import clock
@@ -60,6 +61,17 @@ def handed_over(recent: Mapping[int, Recent]) -> dict[int, int]:
     """ProbeContext.handed: monitor id -> when its check last saw a response the fast path hands
     to httpx, of the monitors that have one remembered (`recent`: store.recent_rollups)."""
     return {monitor_id: handed_at_ms for monitor_id, (*_, handed_at_ms) in recent.items() if handed_at_ms is not None}
+
+
+def failed_inside(monitor: Monitor, exc: BaseException) -> ProbeResult:
+    """A bug in a probe of `monitor`: that monitor's failed check, never the tick's, said in one
+    line on stderr (shown: no secret)."""
+    detail = shown(str(exc), monitor)
+    print(
+        f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: {type(exc).__name__}: {detail}",
+        file=sys.stderr,
+    )
+    return ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
 
 
 def shown(text: str, monitor: Monitor) -> str:
