@@ -228,7 +228,11 @@ CREATE TABLE ticks (
     -- a JSON array: the monitors this run probed but did not record (unknown: cut off by the
     -- budget, our network lost). A --force rerun of the minute records only these and monitors
     -- added after started_at_ms, so no monitor-minute is counted twice. NULL: none (or unknown).
-    unrecorded_ids TEXT
+    unrecorded_ids TEXT,
+    -- 1: claimed by a replay (--minute), not a live tick. Only live ticks say monitor-tick was
+    -- running: catch-up counts skipped minutes from the newest live row, and the minutes before
+    -- the first live row are never missed, however old a replayed minute is.
+    replayed       INTEGER NOT NULL DEFAULT 0 CHECK (replayed IN (0, 1))
 ) STRICT;
 
 -- ---------------------------------------------------------------------------------------------

@@ -74,10 +74,8 @@ def report(
         for row in rows:  # a monitor with locations: each location's own checks and latency too
             if row["locations"] is not None:
                 row["places"] = store.locationsql.location_figures(conn, row["id"], clock.hour_start_ms(since_ms))
-        first = store.first_tick_minute(conn)
-        now_minute = clock.minute_of_ms(now_ms)
-        start = max(clock.minute_of_ms(clock.hour_start_ms(since_ms)), now_minute if first is None else first)
-        return rows, sum(end - begin for begin, end in store.tick_gaps(conn, start, now_minute))
+        start = clock.minute_of_ms(clock.hour_start_ms(since_ms))
+        return rows, sum(end - begin for begin, end in store.tick_gaps(conn, start, clock.minute_of_ms(now_ms)))
 
     rows, no_data_minutes = read(db_path(ctx, db), collect)
     out, shown = [], []

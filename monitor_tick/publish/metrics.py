@@ -37,10 +37,8 @@ class TickFacts:
 def collect(conn: sqlite3.Connection, tick: TickFacts) -> str:
     """The textfile for the state after `tick`. Raises sqlite3.Error."""
     rows = store.status_monitors(conn, tick.now_ms)
-    now_minute = clock.minute_of_ms(tick.now_ms)
-    first = store.first_tick_minute(conn)
-    since = max(clock.minute_of_ms(tick.now_ms - MISSED_WINDOW_MS), now_minute if first is None else first)
-    missed = sum(end - start for start, end in store.tick_gaps(conn, since, now_minute))
+    since = clock.minute_of_ms(tick.now_ms - MISSED_WINDOW_MS)
+    missed = sum(end - start for start, end in store.tick_gaps(conn, since, clock.minute_of_ms(tick.now_ms)))
     return render(rows, tick, missed, store.locations.location_up(conn))
 
 
@@ -132,7 +130,7 @@ def render(
     _family(
         out,
         "monitor_tick_missed_ticks",
-        "Minutes in the last 24 hours (since the first tick) in which no tick probed: monitor-tick was not "
+        "Minutes in the last 24 hours (since the first live tick) in which no tick probed: monitor-tick was not "
         "running, ran too late, or died. These minutes are no data, not downtime.",
         [({}, missed_ticks)],
     )

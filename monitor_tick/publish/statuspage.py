@@ -81,7 +81,7 @@ class Status:
     now_ms: int
     monitors: list[MonitorStatus]
     last_tick_ms: int | None  # when the newest tick that probed finished
-    no_data_24h_ms: int  # time in the last 24 h (since the first tick) monitor-tick was not running
+    no_data_24h_ms: int  # time in the last 24 h (since the first live tick) monitor-tick was not running
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,7 +112,6 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
         (clock.minute_start_ms(start), clock.minute_start_ms(end))
         for start, end in _tick_gaps(conn, first_day, now_minute)
     ]
-    first_tick = store.first_tick_minute(conn)
     last = store.last_tick(conn)
 
     gap_pieces = _gaps_by_day(gaps_ms)
@@ -148,10 +147,7 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
                 places=_places(conn, row, now_ms),
             )
         )
-    no_data_24h_ms = 0
-    if first_tick is not None:
-        since_ms = max(now_ms - clock.MS_PER_DAY, clock.minute_start_ms(first_tick))
-        no_data_24h_ms = sum(_overlap_ms(gap, (since_ms, until_ms)) for gap in gaps_ms)
+    no_data_24h_ms = sum(_overlap_ms(gap, (now_ms - clock.MS_PER_DAY, until_ms)) for gap in gaps_ms)
     return Status(
         now_ms=now_ms,
         monitors=monitors,

@@ -127,6 +127,7 @@ def run_tick(options: TickOptions) -> TickReport:
             catch_up_minutes=options.catch_up_minutes if live else 0,
             # rows claimed by a clock ahead of ours by more than a tick can run (ahead_after_ms)
             reclaim_after_ms=ahead_after_ms(now_ms, 0, options) if live else None,
+            replay=not live,
         )
         # where each host is (`monitor-tick locations`), written as its tick ends; SQLite's one host
         # is one location

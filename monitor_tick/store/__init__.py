@@ -104,7 +104,6 @@ from monitor_tick.store.manage import (
 )
 from monitor_tick.store.pings import heartbeat_by_token, heartbeat_id, heartbeat_pings, record_ping
 from monitor_tick.store.reads import (
-    first_tick_minute,
     fleet_hosts,
     has_monitors,
     host_minutes,
@@ -221,7 +220,6 @@ __all__ = [
     "remove_owner",
     "remove_plan",
     "update_monitor",
-    "first_tick_minute",
     "host_minutes",
     "fleet_hosts",
     "has_monitors",

@@ -11,13 +11,14 @@ if TYPE_CHECKING:
     from monitor_tick.store.db import Connection
 
 
-def claim_minute(conn: Connection, minute: int, started_at_ms: int, *, force: bool) -> bool:
+def claim_minute(conn: Connection, minute: int, started_at_ms: int, *, force: bool, replay: bool = False) -> bool:
     """Claim `minute` for this run: True when this run owns it now.
 
     Exactly one of any number of concurrent runs for a minute wins (an INSERT on the primary
     key). With `force`, the minute is claimed again even if an earlier run had it.
     """
-    return claim_minutes(conn, minute, started_at_ms, force=force, catch_up_minutes=0) is not None
+    claim = claim_minutes(conn, minute, started_at_ms, force=force, catch_up_minutes=0, replay=replay)
+    return claim is not None
 
 
 class Rerun(NamedTuple):
@@ -63,6 +64,7 @@ def claim_minutes(
     force: bool,
     catch_up_minutes: int,
     reclaim_after_ms: int | None = None,
+    replay: bool = False,
 ) -> Claim | None:
     """Claim `minute`, and with `catch_up_minutes` > 0 the unclaimed minutes since the newest
     claimed one: those within the window are covered by this run, older ones recorded as
@@ -73,15 +75,19 @@ def claim_minutes(
     as unclaimed. With `force`, a minute whose run finished is
     returned with `rerun` (record only what that run did not); one that never ran or whose run
     died is claimed afresh.
+
+    A `replay` (--minute) marks its row replayed: it says nothing of whether monitor-tick was
+    running then or since, so a live tick's catch-up starts from the newest live row, and a
+    live tick that finds none is the first (nothing before it is missed).
     """
     with write_tx(conn):
         if force:
-            return _claim_forced(conn, minute, started_at_ms)
-        params = {"minute": minute, "at_ms": started_at_ms, "ahead_ms": reclaim_after_ms}
+            return _claim_forced(conn, minute, started_at_ms, replay=replay)
+        params = {"minute": minute, "at_ms": started_at_ms, "ahead_ms": reclaim_after_ms, "replayed": int(replay)}
         cursor = conn.execute(
-            "INSERT INTO ticks (minute, started_at_ms) VALUES (:minute, :at_ms) ON CONFLICT (minute) "
-            f"DO UPDATE SET started_at_ms = excluded.started_at_ms, missed = 0, covered_by = NULL, {_TAKEN_OVER} "
-            f"WHERE {_CLAIMED_AHEAD}",
+            "INSERT INTO ticks (minute, started_at_ms, replayed) VALUES (:minute, :at_ms, :replayed) "
+            "ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, missed = 0, "
+            f"covered_by = NULL, replayed = excluded.replayed, {_TAKEN_OVER} WHERE {_CLAIMED_AHEAD}",
             params,
         )
         if cursor.rowcount != 1:
@@ -91,10 +97,11 @@ def claim_minutes(
         last = one(
             conn,
             # newest first through the primary key, stopping at the first match (max() would scan)
-            f"SELECT minute FROM ticks WHERE minute < :minute AND NOT ({_CLAIMED_AHEAD}) ORDER BY minute DESC LIMIT 1",
+            "SELECT minute FROM ticks WHERE minute < :minute AND replayed = 0 "
+            f"AND NOT ({_CLAIMED_AHEAD}) ORDER BY minute DESC LIMIT 1",
             params,
         )
-        if last is None or last >= minute - 1:  # the first tick ever, or no gap
+        if last is None or last >= minute - 1:  # the first live tick ever, or no gap
             return Claim(minute, [], 0)
         window_start = max(last + 1, minute - catch_up_minutes)
         missed_start = max(last + 1, window_start - MAX_MISSED_MINUTES)
@@ -130,7 +137,7 @@ def _join(conn: Connection, minute: int) -> Claim | None:
     return Claim(minute, covered, 0, joined=True)
 
 
-def _claim_forced(conn: Connection, minute: int, started_at_ms: int) -> Claim:
+def _claim_forced(conn: Connection, minute: int, started_at_ms: int, *, replay: bool) -> Claim:
     """--force: a rerun of a finished run (see Rerun), or a fresh claim when nothing was recorded
     for `minute` (never claimed, missed, or its run died: finished_at_ms NULL)."""
     found = conn.execute("SELECT coalesce(covered_by, minute) FROM ticks WHERE minute = ? AND missed = 0", (minute,))
@@ -145,11 +152,11 @@ def _claim_forced(conn: Connection, minute: int, started_at_ms: int) -> Claim:
         unrecorded = frozenset(int(i) for i in from_json(run[2] or "[]"))
         return Claim(minute, [], 0, Rerun(int(run[0]), int(run[1]), unrecorded))
     conn.execute(
-        "INSERT INTO ticks (minute, started_at_ms) VALUES (?, ?) "
+        "INSERT INTO ticks (minute, started_at_ms, replayed) VALUES (?, ?, ?) "
         "ON CONFLICT (minute) DO UPDATE SET started_at_ms = excluded.started_at_ms, "
-        "finished_at_ms = NULL, covered_by = NULL, missed = 0, unrecorded_ids = NULL, "
+        "finished_at_ms = NULL, covered_by = NULL, missed = 0, unrecorded_ids = NULL, replayed = excluded.replayed, "
         "due = NULL, up = NULL, down = NULL, unknown = NULL, opened = NULL, resolved = NULL",
-        (minute, started_at_ms),
+        (minute, started_at_ms, int(replay)),
     )
     return Claim(minute, [], 0)
 

@@ -132,7 +132,13 @@ def recent_incidents(conn: Connection, since_ms: int, per_monitor: int) -> list[
 def tick_gaps(conn: Connection, from_minute: int, until_minute: int) -> list[tuple[int, int]]:
     """The [start, end) minute ranges within [from_minute, until_minute) when no tick probed:
     unclaimed minutes, minutes claimed too late to probe (missed = 1) and runs that died
-    (finished_at_ms NULL). Those are "no data", never downtime. One range scan of the ledger."""
+    (finished_at_ms NULL). Those are "no data", never downtime. Nothing before the first live
+    tick (first_tick_minute) is a gap: monitor-tick was not yet meant to run. One range scan of
+    the ledger."""
+    first = first_tick_minute(conn)
+    if first is None:
+        return []
+    from_minute = max(from_minute, first)
     return [
         (int(start), int(end))
         for start, end in conn.execute(
@@ -165,8 +171,11 @@ def ticks_per_day(conn: Connection, from_minute: int, until_minute: int) -> dict
 
 
 def first_tick_minute(conn: Connection) -> int | None:
-    """The minute of the oldest row in the ledger: before it, monitor-tick had never run."""
-    found = one(conn, "SELECT min(minute) FROM ticks", ())
+    """The minute of the first live tick (the oldest ledger row not replayed): before it,
+    monitor-tick had never run from cron. Replays (--minute) of older minutes do not count: a
+    database made today and shown a minute of last week has no week of gap."""
+    # oldest first through the primary key, stopping at the first live row (min() would scan)
+    found = one(conn, "SELECT minute FROM ticks WHERE replayed = 0 ORDER BY minute LIMIT 1", ())
     return None if found is None else int(found)
 
 

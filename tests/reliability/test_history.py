@@ -3,6 +3,8 @@ cannot claim a minute that has not come; a forced rerun never counts a monitor-m
 
 from __future__ import annotations
 
+import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -18,6 +20,7 @@ from monitor_tick.cli.app import app
 from monitor_tick.cli.options import parse_tick_args
 from monitor_tick.core import clock
 from monitor_tick.run.tick import TickOptions, run_tick
+from tests.commands import ok_at
 from tests.conftest import add, rollup
 from tests.servers import LocalServer
 
@@ -148,3 +151,32 @@ def test_forcing_a_minute_whose_run_died_records_it_once(
         with freeze_time(at(minute, second), real_asyncio=True):
             assert run_tick(TickOptions(db_path=db_path, retry_delay_s=0, force=True)).claimed
     assert rollup(conn, up) == (1, 0)
+
+
+# --- a replay is not a live tick ------------------------------------------------------------
+
+
+def test_a_replayed_old_minute_leaves_no_downtime_before_the_first_live_tick(
+    any_db: str, tmp_path: Path, local_server: LocalServer
+) -> None:
+    """docs/commands.md's replay, 2.3 days back on a new database, then live ticks: the minutes
+    between the replayed one and the first live tick are no missed ticks, in the tick's own
+    count, `report`, the status page or the metrics. A gap after the first live tick still is."""
+    live = DAY_START + 3_300  # 2.3 days after the replayed minute
+    started_ms = clock.minute_start_ms(live) + 5_000
+    ok_at(any_db, started_ms - 120_000, "add", local_server.url("/ok"), "--name", "site", "--every", "1m")
+    ok_at(any_db, started_ms - 60_000, "--minute", str(DAY_START))
+    metrics, page = tmp_path / "metrics.prom", tmp_path / "status"
+    outputs = ("--metrics-file", str(metrics), "--status-page", str(page))
+    first = json.loads(ok_at(any_db, started_ms, "--json", *outputs))
+    assert (first["caught_up"], first["missed"]) == (0, 0)
+    assert "monitor_tick_missed_ticks 0\n" in metrics.read_text()
+    shown = (page / "index.html").read_text()
+    assert "was not running for" not in shown and not re.search(r"no data for \d", shown)  # the note, a day's bar
+    assert "not running" not in ok_at(any_db, started_ms + 30_000, "report")
+    # ticks skipped after the first live one are still caught up, and older ones missed
+    later_ms = started_ms + 20 * 60_000
+    after = json.loads(ok_at(any_db, later_ms, "--json", "--catch-up", "15", *outputs))
+    assert (after["caught_up"], after["missed"]) == (15, 4)
+    assert "monitor_tick_missed_ticks 4\n" in metrics.read_text()
+    assert "monitor-tick was not running for 4m" in ok_at(any_db, later_ms + 30_000, "report")

@@ -236,9 +236,10 @@ def test_step_3_gives_the_ledger_its_unrecorded_ids_and_keeps_its_rows(v1_db: st
     store.open_db(v1_db).close()
     after = sqlite3.connect(v1_db)
     columns = [row[1] for row in after.execute("PRAGMA table_info(ticks)")]
-    assert columns[-1] == "unrecorded_ids"
-    # the old runs are kept as they were; none is taken to have left anything unrecorded
-    assert after.execute("SELECT * FROM ticks ORDER BY minute").fetchall() == [(*row, None) for row in rows]
+    assert columns[len(rows[0]) :] == ["unrecorded_ids", "replayed"]  # step 18 adds the second
+    # the old runs are kept as they were; none is taken to have left anything unrecorded, and
+    # step 18 takes each for a live tick's (stored rows cannot tell a replay from one)
+    assert after.execute("SELECT * FROM ticks ORDER BY minute").fetchall() == [(*row, None, 0) for row in rows]
     after.close()
 
 
@@ -289,6 +290,7 @@ NFC, NFD = "caf\u00e9", "cafe\u0301"  # é as one code point; e and a combining 
 
 def _undo_step_17(conn: store.Connection) -> None:
     """Back to the tables before step 17, for a test of an earlier step on a new database."""
+    conn.execute("ALTER TABLE ticks DROP COLUMN replayed")  # step 18
     for table in ("fleet_hosts", "location_claims", "location_checks", "quorum_minutes", "location_rollups"):
         conn.execute(f"DROP TABLE {table}")
     for column in ("locations", "quorum", "notify_partial"):
