@@ -158,14 +158,22 @@ def test_a_read_only_database_fails_with_one_line_and_is_left_alone(db_path: str
     assert _snapshot(directory) == before
 
 
-def _kill_when(process: subprocess.Popen[str], condition: object, limit_s: float = 20) -> None:
+def _kill_when(process: subprocess.Popen[str], condition: object, limit_s: float = 60) -> None:
+    """SIGKILL `process` once `condition()` holds (and in any case: a test that fails here leaves
+    no tick behind)."""
     deadline = time.monotonic() + limit_s
-    while not condition():  # type: ignore[operator]
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "condition never came"
-        time.sleep(0.01)  # polling an observable condition, bounded
-    process.send_signal(signal.SIGKILL)
-    process.wait(10)
+    try:
+        while not condition():  # type: ignore[operator]
+            assert process.poll() is None, process.communicate()
+            assert time.monotonic() < deadline, "condition never came"
+            time.sleep(0.01)  # polling an observable condition, bounded
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+
+
+def _minute_claimed(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT count(*) FROM ticks WHERE minute = ?", (MINUTE,)).fetchone() == (1,)
 
 
 def _write_lock_taken(db_path: str) -> bool:
@@ -188,10 +196,16 @@ def test_a_tick_killed_mid_way_leaves_nothing_half_done_and_the_next_tick_runs(
     monitors = [add(conn, local_server.url("/gate" if n == 0 else f"/status/503?n={n}"), retries=0) for n in range(5)]
     if moment == "writing":
         gate.open.set()
-        # make the final transaction slow enough to be caught inside it
+        # The final transaction never ends, so the kill lands inside it however late it comes.
+        # The claim's transaction is made slow too, as a loaded machine makes it (the tick
+        # preempted while it holds the write lock): the wait below must tell the two apart.
         conn.execute(
             "CREATE TRIGGER slow_write AFTER INSERT ON incidents BEGIN SELECT count(*) FROM "
-            "(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 2000000) SELECT x FROM c); END"
+            "(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT x FROM c); END"
+        )
+        conn.execute(
+            "CREATE TRIGGER slow_claim AFTER INSERT ON ticks BEGIN SELECT count(*) FROM "
+            "(WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 300000) SELECT x FROM c); END"
         )
     process = subprocess.Popen(
         [MONITOR_TICK, "--db", db_path, "--minute", str(MINUTE), "--retry-delay", "0"],
@@ -202,9 +216,12 @@ def test_a_tick_killed_mid_way_leaves_nothing_half_done_and_the_next_tick_runs(
     if moment == "probing":
         _kill_when(process, gate.entered.is_set)
     else:
-        _kill_when(process, lambda: _write_lock_taken(db_path))
+        # the write lock, once the minute's claim has committed: only the final write takes it
+        # then (the claim takes it too, before: killed there, the tick would leave no ledger row)
+        _kill_when(process, lambda: _minute_claimed(conn) and _write_lock_taken(db_path))
     process.communicate()
     conn.execute("DROP TRIGGER IF EXISTS slow_write")
+    conn.execute("DROP TRIGGER IF EXISTS slow_claim")
     assert conn.execute("SELECT count(*) FROM rollups").fetchone() == (0,)
     assert conn.execute("SELECT count(*) FROM incidents").fetchone() == (0,)
     assert conn.execute("SELECT minute, finished_at_ms FROM ticks").fetchall() == [(MINUTE, None)]
