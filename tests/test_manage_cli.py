@@ -120,12 +120,12 @@ def test_edit_refuses_bad_values_with_one_line_and_changes_nothing(tmp_path: Pat
 def test_ids_are_never_given_twice_and_remove_says_what_it_removed(tmp_path: Path, local_server: LocalServer) -> None:
     db = str(tmp_path / "m.db")
     ok(db, "add", local_server.url("/ok"), "--name", "a", "--every", "1m")
-    ok(db, "add", local_server.url("/ok"), "--name", "b", "--every", "1m")
+    ok(db, "add", local_server.url("/status/503"), "--name", "b", "--every", "1m", "--retries", "0")
     date_back(db)
     ok(db, "--minute", str(START))
     ok(db, "maintenance", "add", "--monitor", "b", "--from", "2026-12-02T00:00Z", "--until", "2026-12-02T01:00Z")
     out = ok(db, "remove", "b")
-    assert out == "removed monitor 2 (b) with 1 rollup hours, 0 incidents, 1 maintenance windows, 0 channels\n"
+    assert out == "removed monitor 2 (b) with 1 rollup hour, 1 incident, 1 maintenance window, 0 channels\n"
     assert ok(db, "add", local_server.url("/ok"), "--name", "c") == "3\n"  # not 2: b's badge and series stay b's
     ok(db, "owner", "add", "alice")
     assert ok(db, "owner", "remove", "alice").startswith("removed owner 1 (alice)")

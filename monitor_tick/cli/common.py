@@ -45,6 +45,11 @@ def db_path(ctx: typer.Context, db: str | None) -> str:
     return path
 
 
+def counted(count: int, noun: str) -> str:
+    """`count` and `noun`, plural unless one: "1 incident", "0 channels"."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 def shown_name(name: str) -> str:
     """A name for a text table or line: as shown_text, and one longer than a name may be now (a
     row stored before names were bounded) cut to its first MAX_NAME_CHARS characters and '…'."""

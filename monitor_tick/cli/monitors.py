@@ -16,6 +16,7 @@ from monitor_tick.cli.common import (
     JsonOption,
     change,
     connect,
+    counted,
     db_path,
     duration_or_zero_s,
     duration_s,
@@ -345,7 +346,10 @@ def remove(
     """Delete a monitor with its rollups and incidents, and say what went. Its id is never given
     to another monitor."""
     removed = change(ctx, db, lambda conn: store.remove_monitor(conn, monitor))
-    typer.echo(
-        f"removed monitor {removed['id']} ({shown_name(removed['name'])}) with {removed['rollup_hours']} rollup hours, "
-        f"{removed['incidents']} incidents, {removed['windows']} maintenance windows, {removed['channels']} channels"
-    )
+    went = [
+        counted(removed["rollup_hours"], "rollup hour"),
+        counted(removed["incidents"], "incident"),
+        counted(removed["windows"], "maintenance window"),
+        counted(removed["channels"], "channel"),
+    ]
+    typer.echo(f"removed monitor {removed['id']} ({shown_name(removed['name'])}) with {', '.join(went)}")
