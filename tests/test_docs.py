@@ -19,7 +19,11 @@ from typing import Any
 import pytest
 import typer
 
+from monitor_tick import store
 from monitor_tick.cli.app import app
+from monitor_tick.publish import metrics
+from monitor_tick.store.sqlite import check_version
+from tests.commands import ORDINARY_MS, ok_at
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -145,3 +149,38 @@ def test_the_reference_changes_when_an_option_help_changes() -> None:
     changed = gen.render(command)
     assert changed != (ROOT / "docs" / "reference.md").read_text(encoding="utf-8")
     assert "| `--keyword` `KEYWORD` |  |  | http: text the body must hold, said differently. |" in changed
+
+
+def manual_text(page: str) -> str:
+    """A page of the manual with its line breaks and indents as single spaces."""
+    return " ".join((ROOT / "docs" / page).read_text(encoding="utf-8").split())
+
+
+def test_the_manual_quotes_the_schema_message_the_program_gives() -> None:
+    with pytest.raises(store.StoreError) as raised:
+        check_version(1, "DB", migrate=False, read_only=True)
+    said = str(raised.value).removeprefix("database DB")
+    assert f"(`...{said}`)" in manual_text("troubleshooting.md")
+
+
+def test_the_metrics_table_names_every_metric_and_state_the_program_writes() -> None:
+    written = re.findall(r"^# TYPE (\S+) gauge$", metrics.render([], metrics.TickFacts(0, 0, 0, 0, 0, 0), 0), re.M)
+    table = (ROOT / "docs" / "status-page.md").read_text(encoding="utf-8")
+    documented = re.findall(r"^\| `(monitor_tick_\w+)", table, re.M)
+    assert documented == written
+    states = re.search(r"^\| `monitor_tick_monitors\{state\}` \| monitors per state \(([^)]*)\)", table, re.M)
+    assert states is not None and states[1].split(", ") == list(metrics.STATES)
+
+
+def test_the_monitors_file_example_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """monitors-file.md's example, as a reader copies it, with the variables it names set."""
+    page = (ROOT / "docs" / "monitors-file.md").read_text(encoding="utf-8")
+    example = re.search(r"\n\n((?:    .*\n|\n)+)", page)
+    assert example is not None and "[monitors.api]" in example[1]
+    path = tmp_path / "monitors.toml"
+    path.write_text("".join(line.removeprefix("    ") + "\n" for line in example[1].splitlines()))
+    monkeypatch.setenv("API_KEY", "k")
+    monkeypatch.setenv("SLACK_URL", "json://127.0.0.1:9/")
+    db = str(tmp_path / "m.db")
+    assert "+ monitor api" in ok_at(db, ORDINARY_MS, "apply", str(path))
+    assert ok_at(db, ORDINARY_MS, "apply", str(path)) == "no changes\n"
