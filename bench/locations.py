@@ -1,4 +1,4 @@
-"""Several locations (issue 25), measured in one run on a throwaway PostgreSQL, each figure
+"""Several locations, measured in one run on a throwaway PostgreSQL, each figure
 beside its goal:
 
     .venv/bin/python bench/locations.py            # from the repository root, as root or postgres

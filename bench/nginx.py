@@ -1,4 +1,4 @@
-"""nginx on 127.0.0.1 for the bench: the server the issue's figures were measured against.
+"""nginx on 127.0.0.1 for the bench: the server the Kuma comparison's figures are measured against.
 
     with nginx_server() as server:      # None when nginx is not installed (server.reason says why)
         url = f"http://127.0.0.1:{server.port}/"

@@ -1,4 +1,4 @@
-"""bench/postgres.py's figures of the store (issue 24, items 4 and 5), side by side with SQLite:
+"""bench/postgres.py's figures of the store, side by side with SQLite:
 
 - due selection at N monitors: store.due_ids, measured as bench/run.py figure 4 measures it on
   SQLite, on a PostgreSQL database made by `migrate` (which ends with VACUUM and ANALYZE), and

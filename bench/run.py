@@ -7,7 +7,7 @@ Everything runs on this machine: HTTP goes to a lean server (bench/server.py) or
 (bench/nginx.py) on 127.0.0.1 in its own process; databases are real SQLite files under
 bench/out/ (git-ignored; the large ones for figure 4 are kept there and reused). Ticks are real:
 run_tick (store -> select -> fan-out -> write), or the installed `monitor-tick` command as a
-fresh process where the issue asks for it. Timings on a shared 2-core machine move by 10-20%
+fresh process where a figure is what cron's process costs. Timings on a shared 2-core machine move by 10-20%
 between runs; figures that are timed are repeated and their medians shown.
 
 The figures live beside this script, by what they run: the tick in this process

@@ -1,4 +1,4 @@
-"""--max-latency and --json-field: the conditions Uptime Kuma and Gatus users rely on (issue 14).
+"""--max-latency and --json-field: the conditions Uptime Kuma and Gatus users rely on.
 Table-driven rules for the pure parts, then real ticks through the installed `monitor-tick`
 against a real server on 127.0.0.1."""
 

@@ -1,4 +1,4 @@
-"""dns:// monitors (issue 14): real ticks through the installed `monitor-tick` against a small
+"""dns:// monitors: real ticks through the installed `monitor-tick` against a small
 DNS server on 127.0.0.1 that answers from a table (tests/dns_server.py)."""
 
 from __future__ import annotations

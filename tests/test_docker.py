@@ -1,4 +1,4 @@
-"""docker:// monitors (issue 26) against a real engine (tests/docker_engine.py: Debian's dockerd,
+"""docker:// monitors against a real engine (tests/docker_engine.py: Debian's dockerd,
 started once for this module, its containers built FROM scratch with busybox and run with no
 network), probed by the installed `monitor-tick` under a clock the test sets."""
 

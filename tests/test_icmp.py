@@ -1,4 +1,4 @@
-"""icmp:// monitors (issue 14): real pings of 127.0.0.1 by the installed `monitor-tick`, run in a
+"""icmp:// monitors: real pings of 127.0.0.1 by the installed `monitor-tick`, run in a
 network namespace of its own (`unshare -n`, as root) whose net.ipv4.ping_group_range the test
 sets, so the machine's own setting is never touched; and the path where ping is not allowed."""
 

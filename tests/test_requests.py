@@ -1,4 +1,4 @@
-"""Requests as real setups need them (issue 14): headers, basic auth, methods with a body, a home
+"""Requests as real setups need them: headers, basic auth, methods with a body, a home
 lab's own CA and --insecure, carried by every path a request takes (httpx's own transport in a
 small tick, straight on the wire in a large one, the guarded transport under --block-private);
 ${ENV_VAR} references resolved by the tick and never printed."""
@@ -284,7 +284,7 @@ def test_redacted_settings_keep_names_users_and_references() -> None:
     assert (redact_settings({"body": body})["body"], redact_settings({"body": '{"a": 1}'})["body"]) == (body, "***")
 
 
-# --- a monitor the tick cannot probe (issue 21, item 2) -------------------------------------------
+# --- a monitor the tick cannot probe -----------------------------------------------------------
 
 UNSET = "MT_TEST_NEVER_IN_CRON"
 CANNOT = f"cannot be probed here: environment variable {UNSET} is not set"

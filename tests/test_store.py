@@ -278,7 +278,7 @@ def test_a_run_whose_lease_expired_writes_nothing_for_buckets_taken_over(conn: s
     assert hosts == [("fresh", store.BUCKETS, 1)]
 
 
-# --- issue 13's store on both engines ------------------------------------------------------------
+# --- the store on both engines ------------------------------------------------------------------
 
 
 def test_ids_are_never_given_twice_on_either_engine(conn: sqlite3.Connection) -> None:
@@ -331,7 +331,7 @@ def test_the_configuration_and_its_references_read_the_same_on_either_engine(con
     assert listed["id"] == monitor and store.has_monitors(conn)
 
 
-# --- what the ticks found of monitors they could not probe (issue 21, item 2) -----------------------
+# --- what the ticks found of monitors they could not probe ------------------------------------------
 
 
 def _invalid_rows(conn: store.Connection) -> list[tuple[object, ...]]:

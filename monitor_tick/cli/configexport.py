@@ -75,7 +75,7 @@ _PLAIN_HEADERS = frozenset(
     {"content-type", "accept", "accept-language", "accept-encoding", "user-agent", "cache-control"}
 )
 # A JSON body is written as it is unless a key, at any depth, holds one of these (any case):
-# the auth, key, token, secret, password, credential and session, with password
+# auth, key, token, secret, password, credential and session, with password
 # widened to passw (passwd) and pwd and signature added. More placeholders, never fewer.
 _SECRET_KEY_PARTS = ("auth", "key", "token", "secret", "passw", "pwd", "credential", "session", "signature")
 

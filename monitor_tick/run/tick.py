@@ -312,7 +312,8 @@ def _probe_on_asyncio(
             await ctx.clients.aclose()
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
-    # would bring back the slow-resolver queue that DaemonThreads removes (docs/performance.md, issue 3)
+    # would bring back the slow-resolver queue that DaemonThreads removes: one resolver that hangs
+    # would hold back the names of every check queued behind it
     return asyncio.run(main())
 
 

@@ -49,7 +49,7 @@ MAX_MISSED_MINUTES = 90 * 1_440  # a longer gap is recorded for its last 90 days
 # A row claimed by a run whose clock read later than `:ahead_ms` (a live tick's reading plus the
 # longest a tick can run): a clock that was ahead, or ours stepped back. A live tick takes it over,
 # missed, covered or run: otherwise one tick under a clock 3 hours ahead leaves the live ticks
-# that follow nothing to do (item 9 of issue 10), and a clock stepped back goes blind for the step.
+# that follow nothing to do, and a clock stepped back goes blind for the step.
 # (the CAST gives PostgreSQL the parameter's type when it is NULL)
 _CLAIMED_AHEAD = "CAST(:ahead_ms AS BIGINT) IS NOT NULL AND ticks.started_at_ms > :ahead_ms"
 # what a take-over clears of the earlier run (the own minute's counts are rewritten by its write)

@@ -1,5 +1,5 @@
 """Auto-pause is never silent: a monitor paused after 7 days down gets a line on stderr and a
-notification (issue 10, item 5)."""
+notification."""
 
 from __future__ import annotations
 

@@ -1,6 +1,5 @@
 """With --block-private, a monitor that points at a refused address is a configuration error,
-like an invalid row: no check, no incident, no alert, and one line on stderr an hour (issue 10,
-item 4)."""
+like an invalid row: no check, no incident, no alert, and one line on stderr an hour."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Hosts that never answer are down, however many there are and whatever their timeout; the
-healthy monitors beside them are never cut off because of them (issue 10, items 1 and 2)."""
+healthy monitors beside them are never cut off because of them."""
 
 from __future__ import annotations
 

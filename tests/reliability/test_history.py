@@ -41,7 +41,7 @@ def state(conn: sqlite3.Connection) -> tuple[list[tuple[object, ...]], ...]:
     )
 
 
-# --- item 7: replays ------------------------------------------------------------------------
+# --- replays ---------------------------------------------------------------------------------
 
 
 def test_a_replay_records_nothing_for_a_monitor_created_after_its_minute(
@@ -107,7 +107,7 @@ def test_both_command_parsers_refuse_a_future_replay_alike(
     assert (typer.exit_code, typer.stdout, typer.stderr) == (2, "", message)
 
 
-# --- item 8: --force ------------------------------------------------------------------------
+# --- --force ---------------------------------------------------------------------------------
 
 
 def test_forcing_a_minute_three_times_counts_it_once(

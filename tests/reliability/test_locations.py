@@ -1,6 +1,6 @@
-"""Several locations over one PostgreSQL database (issue 25): one shared simulation of 3
+"""Several locations over one PostgreSQL database: one shared simulation of 3
 locations with 2 hosts each over 12 minutes, their clocks skewed by up to 20 s, against an
-origin on 127.0.0.1 that fails by the location its User-Agent names. Each case of the issue is
+origin on 127.0.0.1 that fails by the location its User-Agent names. Each case below is
 checked against that one run (a module-scoped fixture): the hosts tick in-process (run_tick
 under a frozen clock), but for the host killed mid-probe, a real `monitor-tick` process.
 

@@ -1,5 +1,5 @@
 """A real outage of every monitor at once is reported; only positive evidence that our own
-network is down -- a failed canary -- sets checks aside (issue 10, item 3)."""
+network is down -- a failed canary -- sets checks aside."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Somebody watches the watcher: with --ping-url (or MONITOR_TICK_PING_URL) every tick ends with
 a GET of the URL when it ran, of URL/fail when it failed, healthchecks.io-style; the ping never
-holds the tick past its short deadline nor changes its exit code (issue 10, item 6)."""
+holds the tick past its short deadline nor changes its exit code."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
--- incident_events.kind may be 'paused': housekeeping auto-paused the monitor (issue 10).
+-- incident_events.kind may be 'paused': housekeeping auto-paused the monitor,
+-- and its channels are told so.
 -- A changed CHECK: the table is rebuilt (foreign keys are off while steps run).
 CREATE TABLE incident_events_new (
     id            INTEGER PRIMARY KEY,

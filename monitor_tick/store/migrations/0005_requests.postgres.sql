@@ -1,4 +1,4 @@
--- Requests (issue 14): methods beyond GET and HEAD (a changed CHECK: dropped and added again
+-- Requests as real setups need them: methods beyond GET and HEAD (a changed CHECK: dropped and added again
 -- under the name PostgreSQL gave it, no rebuild), then headers, basic auth, a body, a CA file
 -- and --insecure as new columns at the end.
 ALTER TABLE monitors DROP CONSTRAINT monitors_method_check;

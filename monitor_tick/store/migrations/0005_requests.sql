@@ -1,4 +1,4 @@
--- Requests (issue 14): methods beyond GET and HEAD (a changed CHECK: the table is rebuilt,
+-- Requests as real setups need them: methods beyond GET and HEAD (a changed CHECK: the table is rebuilt,
 -- foreign keys are off while steps run and checked before the commit; the tables that refer to
 -- monitors keep referring to it by name), then headers, basic auth, a body, a CA file and
 -- --insecure as new columns at the end.

@@ -1,4 +1,4 @@
--- Ids are never given twice (issue 13): the largest id each table has handed out so far.
+-- Ids are never given twice (a removed monitor's badge URL and metrics series stay its own): the largest id each table has handed out so far.
 CREATE TABLE id_high_water (
     table_name TEXT    PRIMARY KEY,
     last_id    INTEGER NOT NULL

@@ -1,4 +1,5 @@
--- `${VAR}` references of an applied monitors file, so that export writes them back (issue 13).
+-- `${VAR}` references of an applied monitors file, so that export writes them back
+-- and no secret is written into the file.
 CREATE TABLE env_refs (
     target       TEXT PRIMARY KEY,
     template     TEXT NOT NULL,

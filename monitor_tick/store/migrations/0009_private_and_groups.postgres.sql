@@ -1,3 +1,3 @@
--- The status page: private monitors and groups (issue 13).
+-- The status page: private monitors (kept off the public page) and groups (its sections).
 ALTER TABLE monitors ADD COLUMN private        BIGINT NOT NULL DEFAULT 0 CHECK (private IN (0, 1));
 ALTER TABLE monitors ADD COLUMN group_name     TEXT;

@@ -1,4 +1,4 @@
--- Recurring maintenance: daily, or weekly on chosen days (issue 13).
+-- Recurring maintenance: daily, or weekly on chosen days, so a regular window is set once.
 CREATE TABLE maintenance_schedules (
     id           INTEGER PRIMARY KEY,
     monitor_id   INTEGER REFERENCES monitors (id) ON DELETE CASCADE,

@@ -1,4 +1,4 @@
--- Due selection (issue 15): monitors_due holds the owner and aligned, so that most due monitors
+-- Due selection at scale: monitors_due holds the owner and aligned, so that most due monitors
 -- are selected without reading a row, and the windows that have not ended are found through an
 -- index.
 DROP INDEX monitors_due;

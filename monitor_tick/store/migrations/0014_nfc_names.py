@@ -1,4 +1,4 @@
-"""Step 14: names in Unicode NFC (issue 21), on both engines.
+"""Step 14: names in Unicode NFC, on both engines.
 
 Names are now stored and compared in NFC (core/model.normal_name): 'café' with é as one
 character and 'café' as e and a combining accent print the same, and are one name. Older

@@ -1,4 +1,4 @@
--- PostgreSQL as lean as SQLite (issue 24).
+-- PostgreSQL as lean as SQLite: a fleet's database should cost no more per check than a file.
 -- Due selection reads monitors_due alone (an index-only scan): it holds the id (INCLUDE), as
 -- SQLite's holds the rowid.
 DROP INDEX monitors_due;

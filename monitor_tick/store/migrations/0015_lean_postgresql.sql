@@ -1,3 +1,3 @@
--- PostgreSQL as lean as SQLite (issue 24): only PostgreSQL's schema changes (its index-only due
+-- PostgreSQL as lean as SQLite: only PostgreSQL's schema changes (its index-only due
 -- selection, its tables' storage parameters; see 0015_lean_postgresql.postgres.sql). SQLite's
 -- monitors_due holds the rowid already, and SQLite has no such parameters: nothing to do here.
