@@ -9,8 +9,8 @@ For each size N, N monitors of `http://127.0.0.1:PORT/?m=ID` on bench/nginx.py's
   each a fresh `monitor-tick --db PATH --minute M --retry-delay 0` process, as cron runs it.
   CPU = ru_utime + ru_stime of each process (os.wait4), peak RSS = the largest ru_maxrss. The
   median of REPEATS such runs, each on a fresh file, with their spread.
-- Uptime Kuma: an already built checkout (env KUMA_DIR, default /work/kuma/uptime-kuma; this
-  repository never holds Kuma or a recipe to build it) runs `node server/server.js` on a fresh
+- Uptime Kuma: a built checkout (env KUMA_DIR, default /work/kuma/uptime-kuma; docs/performance.md,
+  "Building Uptime Kuma for figure 10", builds 1.23.17 from its git tag) runs `node server/server.js` on a fresh
   data dir with N http monitors, inserted into its SQLite `monitor` table before the server
   starts, once at each of KUMA_INTERVALS_S: 60 s, the default of Kuma's add dialog, and 20 s,
   its minimum. CPU = utime + stime of the node process (/proc/PID/stat) over a window of two
