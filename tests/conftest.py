@@ -175,6 +175,7 @@ def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
+from tests.hostile_origin import unresolvable  # noqa: E402,F401  (a name that does not resolve, for any test)
 from tests.servers import local_server  # noqa: E402,F401  (a started 127.0.0.1 server, for any test)
 
 
