@@ -3,6 +3,7 @@ from __future__ import annotations
 import compileall
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -166,6 +167,20 @@ def respx_transport() -> httpx.AsyncHTTPTransport:
     return httpx.AsyncHTTPTransport()
 
 
+@pytest.fixture
+def unresolvable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A name the resolver says does not exist, without asking any real resolver."""
+    real = socket.getaddrinfo
+
+    def lookup(host: object, *args: object, **kwargs: object) -> object:
+        if host in ("no-such-host.test", b"no-such-host.test"):  # anyio passes IDNA bytes
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    yield "no-such-host.test"
+
+
 def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:
     """(checks, failures) summed over all hours."""
     row = conn.execute(
@@ -175,7 +190,6 @@ def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-from tests.hostile_origin import unresolvable  # noqa: E402,F401  (a name that does not resolve, for any test)
 from tests.servers import local_server  # noqa: E402,F401  (a started 127.0.0.1 server, for any test)
 
 

@@ -10,21 +10,29 @@ can hold what a check records against what the server sent and received. Everyth
 - `scripted`: a route answering each request with the next response of a list.
 - `unaccepting_port`: a port whose accept queue is full, so a connection to it times out.
 - `tick_without_network`: the installed command in a network namespace of its own.
-- `unresolvable`: a fixture, a name the resolver says does not exist.
+
+The hostile answers, each a handler for `LocalServer.route`:
+- `raw`: exactly the bytes given, then the connection's close (framing of any kind, broken or not);
+- `encoded`: a page compressed with gzip, deflate or br, whatever the request accepted;
+And `TlsEnd`, a TLS server of its own that ends its answers with or without close_notify.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gzip
 import os
 import socket
+import ssl
 import subprocess
 import threading
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-import pytest
+import brotli
 
 from monitor_tick import store
 from monitor_tick.core.model import CheckResult
@@ -99,15 +107,93 @@ def tick_without_network(db_path: str) -> subprocess.CompletedProcess[str]:
     return done
 
 
-@pytest.fixture
-def unresolvable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A name the resolver says does not exist, without asking any real resolver."""
-    real = socket.getaddrinfo
+# --- hostile answers ---------------------------------------------------------------------------
 
-    def lookup(host: object, *args: object, **kwargs: object) -> object:
-        if host in ("no-such-host.test", b"no-such-host.test"):  # anyio passes IDNA bytes
-            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-        return real(host, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(socket, "getaddrinfo", lookup)
-    yield "no-such-host.test"
+def raw(data: bytes) -> Handler:
+    """An answer of exactly `data` (head and body as given, framing broken or not), then the
+    connection's close."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+        writer.write(data)
+        await writer.drain()
+
+    return answer
+
+
+def head(status: int, *headers: str) -> bytes:
+    """A status line and `headers` ("Name: value"), as sent, with no header added."""
+    return "\r\n".join([f"HTTP/1.1 {status} Status", *headers, "", ""]).encode("latin-1")
+
+
+ENCODERS = {
+    "gzip": gzip.compress,
+    "deflate": zlib.compress,  # deflate in its zlib wrapper, as RFC 9110 8.4.1.2 names it
+    "br": brotli.compress,
+}
+
+
+def encoded(
+    body: bytes, encoding: str, content_type: str = "text/html; charset=utf-8", *, done: bool = False
+) -> Handler:
+    """A page whose body is compressed with `encoding` (gzip, deflate, br; `done`: `body` is
+    already encoded so, as `encoding` says), sent whatever the request's Accept-Encoding said."""
+    data = body if done else ENCODERS[encoding](body)
+    return raw(
+        head(200, f"Content-Type: {content_type}", f"Content-Encoding: {encoding}", f"Content-Length: {len(data)}")
+        + data
+    )
+
+
+class TlsEnd:
+    """A TLS server on 127.0.0.1 of its own (blocking sockets in a thread, not asyncio's, whose
+    close always says close_notify): each connection gets `answer` after its request's head,
+    then the connection ends with TLS's close_notify or, `close_notify` False, with the bare TCP
+    close of a truncation attack. `requests` holds each request's head as received."""
+
+    def __init__(self, context: ssl.SSLContext, answer: bytes, *, close_notify: bool) -> None:
+        self._context = context
+        self._answer = answer
+        self._close_notify = close_notify
+        self.requests: list[bytes] = []
+        self._listener = socket.create_server((HOST, 0))
+        self.port = self._listener.getsockname()[1]
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+
+    def url(self, path: str = "/") -> str:
+        return f"https://{HOST}:{self.port}{path}"
+
+    def __enter__(self) -> TlsEnd:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self._listener.close()  # accept() ends with an OSError
+        self._thread.join(10)
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                raw_connection, _ = self._listener.accept()
+            except OSError:
+                return
+            with raw_connection:
+                raw_connection.settimeout(10)
+                try:
+                    self._one(raw_connection)
+                except (OSError, ssl.SSLError):
+                    pass  # a client that gave up
+
+    def _one(self, raw_connection: socket.socket) -> None:
+        with self._context.wrap_socket(raw_connection, server_side=True) as tls:
+            received = b""
+            while b"\r\n\r\n" not in received:
+                data = tls.recv(65536)
+                if not data:
+                    return
+                received += data
+            self.requests.append(received)
+            tls.sendall(self._answer)
+            if self._close_notify:
+                tls.unwrap()  # close_notify, then the TCP close
+            # else: the ssl module's close() never sends close_notify; the socket just closes
