@@ -102,10 +102,18 @@ def test_a_page_that_declares_no_charset_is_read_as_utf8(
     absent: str | None,
     outcome: tuple[str, str | None],
 ) -> None:
-    local_server.route("/page", raw(page(CAFE, charset)))
-    result = tick_check(db_path, local_server.url("/page"), keyword=keyword, keyword_absent=absent)
-    assert (result.status, result.cause) == outcome
-    assert local_server.hits == {"/page": 1}
+    assert keywords_judged(db_path, local_server, CAFE, charset, keyword, absent) == outcome
+
+
+def keywords_judged(
+    db_path: str, server: LocalServer, text: str, charset: str | None, keyword: str | None, absent: str | None
+) -> tuple[str, str | None]:
+    """(status, cause) of a check for `keyword` or `absent` of a page of `text` in `charset`
+    (declared; None: not declared, UTF-8), which `server` was asked for once."""
+    server.route("/page", raw(page(text, charset)))
+    result = tick_check(db_path, server.url("/page"), keyword=keyword, keyword_absent=absent)
+    assert server.hits == {"/page": 1}
+    return result.status, result.cause
 
 
 @pytest.mark.parametrize(
