@@ -3,6 +3,7 @@ from __future__ import annotations
 import compileall
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -164,6 +165,20 @@ def respx_transport() -> httpx.AsyncHTTPTransport:
     the Typer app's obj): httpx's own, which respx's mock replaces. A transport handed in also
     keeps a large tick's checks off the wire (fanout.fast_path), which respx would not see."""
     return httpx.AsyncHTTPTransport()
+
+
+@pytest.fixture
+def unresolvable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """A name the resolver says does not exist, without asking any real resolver."""
+    real = socket.getaddrinfo
+
+    def lookup(host: object, *args: object, **kwargs: object) -> object:
+        if host in ("no-such-host.test", b"no-such-host.test"):  # anyio passes IDNA bytes
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    yield "no-such-host.test"
 
 
 def rollup(conn: sqlite3.Connection, monitor_id: int) -> tuple[int, int]:

@@ -3,11 +3,12 @@ own (data root, exec root, socket and pidfile), without iptables, a bridge or an
 filesystem, stopped by its pid at the end. No registry is reachable, so its images are built
 FROM scratch with Debian's static busybox, and containers run with no network at all (the
 default bridge hands out private addresses, which no test may use). The engine is driven
-through its own API on the socket with httpx, as the probe reads it. Without dockerd or a static
+through its own API on the socket with the standard library's http.client. Without dockerd or a static
 /bin/busybox (Debian's busybox-static) the fixture fails, saying so."""
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import os
@@ -23,9 +24,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import Any, NamedTuple
+from urllib.parse import urlencode
 
 BUSYBOX = "/bin/busybox"
 IMAGE = "monitor-tick-test/busybox"
@@ -33,6 +33,38 @@ IMAGE = "monitor-tick-test/busybox"
 FAILING_CHECK_IMAGE = "monitor-tick-test/failing-check"
 START_TIMEOUT_S = 60.0
 SECOND_NS = 10**9
+
+
+class Answer(NamedTuple):
+    """An Engine API response: its status and body."""
+
+    status: int
+    body: bytes
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class _UnixConnection(http.client.HTTPConnection):
+    """HTTP/1.1 on a unix socket (the engine's)."""
+
+    def __init__(self, path: str, timeout: float) -> None:
+        super().__init__("docker", timeout=timeout)
+        self._path = path
+
+    def connect(self) -> None:
+        sock = socket.socket(socket.AF_UNIX)
+        try:
+            sock.settimeout(self.timeout)
+            sock.connect(self._path)
+        except OSError:
+            sock.close()
+            raise
+        self.sock = sock
 
 
 @dataclass
@@ -44,13 +76,32 @@ class Engine:
     def socket(self) -> str:
         return f"{self.directory}/docker.sock"
 
-    def api(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
-        """One Engine API request on the socket; raises on an error status."""
-        with httpx.Client(transport=httpx.HTTPTransport(uds=self.socket), timeout=60) as client:
-            response = client.request(method, f"http://docker{path}", **kwargs)
-        if response.status_code >= 400:
-            raise RuntimeError(f"docker {method} {path}: {response.status_code} {response.text.strip()}")
-        return response
+    def api(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, str] | None = None,
+        json_body: Any = None,
+        content: bytes | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Answer:
+        """One Engine API request on the socket (`json_body`: a body sent as JSON); raises on an
+        error status."""
+        headers = dict(headers or {})
+        if json_body is not None:
+            content = json.dumps(json_body).encode()
+            headers["Content-Type"] = "application/json"
+        connection = _UnixConnection(self.socket, timeout=60)
+        try:
+            connection.request(method, path + (f"?{urlencode(params)}" if params else ""), content, headers)
+            response = connection.getresponse()
+            answer = Answer(response.status, response.read())
+        finally:
+            connection.close()
+        if answer.status >= 400:
+            raise RuntimeError(f"docker {method} {path}: {answer.status} {answer.text.strip()}")
+        return answer
 
     def create(self, name: str, *command: str, image: str = IMAGE, healthcheck: dict[str, Any] | None = None) -> str:
         """A container with no network, created but not started: its id. `command` is a busybox
@@ -58,7 +109,7 @@ class Engine:
         config: dict[str, Any] = {"Image": image, "Cmd": list(command), "HostConfig": {"NetworkMode": "none"}}
         if healthcheck is not None:
             config["Healthcheck"] = healthcheck
-        return str(self.api("POST", "/containers/create", params={"name": name}, json=config).json()["Id"])
+        return str(self.api("POST", "/containers/create", params={"name": name}, json_body=config).json()["Id"])
 
     def run(self, name: str, *command: str, image: str = IMAGE, healthcheck: dict[str, Any] | None = None) -> str:
         """A started container with no network: its id."""
@@ -162,11 +213,9 @@ def _wait_until_serving(engine: Engine) -> None:
         if engine.process.poll() is not None:
             raise RuntimeError(f"dockerd exited at start:\n{_log_tail(engine)}")
         try:
-            with socket.socket(socket.AF_UNIX) as probe:  # httpx's own would leave it open on failure
-                probe.connect(engine.socket)
             engine.api("GET", "/_ping")
             return
-        except (OSError, httpx.TransportError, RuntimeError):
+        except (OSError, http.client.HTTPException, RuntimeError):
             if time.monotonic() > deadline:
                 raise RuntimeError(
                     f"dockerd did not answer within {START_TIMEOUT_S:g}s:\n{_log_tail(engine)}"

@@ -92,6 +92,7 @@ __all__ = [
     "local_server",
     "make_ca",
     "refused_port",
+    "reset_connection",
     "response_head",
     "self_signed_cert",
     "send_response",
@@ -366,6 +367,9 @@ async def _h_reset(reader, writer, path, method):
     sock = writer.get_extra_info("socket")
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
     writer.transport.abort()
+
+
+reset_connection: Handler = _h_reset  # for a route of a test's own (tests/hostile_origin.py's scripted)
 
 
 async def _h_garbage(reader, writer, path, method):

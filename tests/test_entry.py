@@ -13,12 +13,11 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import click
-import httpx
 import pytest
-import respx
 import typer
 from freezegun import freeze_time
 from typer.testing import CliRunner
@@ -27,8 +26,9 @@ from monitor_tick.cli import entry
 from monitor_tick.cli.app import app
 from monitor_tick.cli.options import parse_tick_args
 from tests.commands import MONITOR_TICK
-from tests.conftest import add, respx_transport, rollup
-from tests.servers import LocalServer, refused_port
+from tests.conftest import add, rollup
+from tests.hostile_origin import scripted
+from tests.servers import LocalServer, TLSPair, refused_port, valid_cert
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 NOW = "2026-12-01 00:00:20"
@@ -42,21 +42,36 @@ def _masked(text: str) -> str:
 
 def _fast(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
     with pytest.raises(SystemExit) as exited:
-        entry.main(args, transport=respx_transport())
+        entry.main(args)
     out = capsys.readouterr()
     return int(exited.value.code or 0), _masked(out.out), _masked(out.err)
 
 
 def _typer(args: list[str], env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    result = runner.invoke(app, args, env=env, obj={"transport": respx_transport()})
+    result = runner.invoke(app, args, env=env)
     return result.exit_code, _masked(result.stdout), _masked(result.stderr)
 
 
 @pytest.fixture
-def world(conn: sqlite3.Connection, db_path: str, tmp_path: Path) -> tuple[str, str]:
-    """Two copies of one database with a due monitor, a broken one and one not due: one copy
-    for each path, so that each can claim the minute."""
-    add(conn, "https://user:secret@a.test/?token=x", name="a", retries=0)
+def site_cert() -> TLSPair:
+    return valid_cert()
+
+
+@pytest.fixture
+def site(site_cert: TLSPair) -> Iterator[LocalServer]:
+    """The HTTPS server of the due monitor `a` (its certificate from the CA the monitor trusts)."""
+    with LocalServer(tls=site_cert.server_context) as server:
+        yield server
+
+
+@pytest.fixture
+def world(
+    conn: sqlite3.Connection, db_path: str, tmp_path: Path, site: LocalServer, site_cert: TLSPair
+) -> tuple[str, str]:
+    """Two copies of one database with a due monitor (on `site`), a broken one and one not due:
+    one copy for each path, so that each can claim the minute."""
+    url = f"https://user:secret@127.0.0.1:{site.port}/?token=x"
+    add(conn, url, name="a", retries=0, ca_file=site_cert.ca_pem)
     add(conn, "http://b.test/", every_s=300, name="b")
     broken = add(conn, "http://c.test/", name="c")
     conn.execute("UPDATE monitors SET url = 'ftp://c.test/' WHERE id = ?", (broken,))
@@ -78,32 +93,36 @@ TICK_COMMAND_LINES = [
 ]
 
 
-@pytest.mark.respx(assert_all_called=False)
 @pytest.mark.parametrize("args", TICK_COMMAND_LINES, ids=lambda a: " ".join(a) or "(none)")
 def test_the_fast_path_and_typer_run_the_tick_alike(
-    args: list[str], world: tuple[str, str], respx_mock: respx.MockRouter, capsys: pytest.CaptureFixture[str]
+    args: list[str], world: tuple[str, str], site: LocalServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = [arg.replace(":PORT/", f":{refused_port()}/") for arg in args]
-    respx_mock.get("https://a.test/?token=x").mock(return_value=httpx.Response(503))
+    scripted(site, "/", 503)
     fast_db, typer_db = world
     assert parse_tick_args(["--db", fast_db, *args], {}) is not None  # the fast path takes it
     with freeze_time(NOW, real_asyncio=True):
         fast = _fast(["--db", fast_db, *args], capsys)
+        sent_by_fast = site.requests
         through_typer = _typer(["--db", typer_db, *args])
     assert fast == through_typer
+    # each sent the same requests: the due monitor's, when the command line probes
+    assert [r.target for r in site.requests] == [r.target for r in sent_by_fast] * 2
+    assert {r.target for r in site.requests} <= {"/?token=x"}
     if args in ([], ["--force", "-v"]):
         assert fast[0] == 0 and fast[1] == "" and "skipped: invalid monitor" in fast[2]
+        assert [r.target for r in sent_by_fast] == ["/?token=x"]
 
 
 def test_a_rerun_and_an_unusable_database_read_the_same_through_either(
-    world: tuple[str, str], capsys: pytest.CaptureFixture[str], respx_mock: respx.MockRouter
+    world: tuple[str, str], site: LocalServer, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    respx_mock.get("https://a.test/?token=x").mock(return_value=httpx.Response(200))
-    fast_db, typer_db = world
+    fast_db, typer_db = world  # `a` is up
     with freeze_time(NOW, real_asyncio=True):
         _fast(["--db", fast_db], capsys), _typer(["--db", typer_db])
         assert _fast(["--db", fast_db, "-v"], capsys) == _typer(["--db", typer_db, "-v"])
         assert "already run" in _typer(["--db", typer_db, "-v"])[2]
+    assert site.hits == {"/": 2}  # one check by each path; the reruns probed nothing
     missing = ["--db", "/nonexistent-dir/x.db"]
     assert (
         _fast(missing, capsys)

@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
-import httpx
 import pytest
-import respx
 from freezegun import freeze_time
 
 from monitor_tick import store
@@ -16,7 +14,8 @@ from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
 from monitor_tick.probes import PROBES, ProbeContext
 from monitor_tick.run.fanout import probe_all, start_order
 from monitor_tick.run.tick import TickOptions, run_tick
-from tests.conftest import add, respx_transport
+from tests.conftest import add
+from tests.servers import LocalServer
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 
@@ -150,24 +149,15 @@ def test_recent_rollups_reads_each_monitors_newest_hour(any_db: str) -> None:
     assert store.recent_rollups(conn, []) == {}
 
 
-@pytest.mark.respx(assert_all_called=True)
 def test_a_tick_probes_last_hours_slowest_monitor_first(
-    respx_mock: respx.MockRouter, conn: sqlite3.Connection, db_path: str
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer
 ) -> None:
-    fast, slow = add(conn, "http://fast.test/"), add(conn, "http://slow.test/")
+    fast, slow = add(conn, local_server.url("/ok?fast")), add(conn, local_server.url("/ok?slow"))
     at_ms = clock.minute_start_ms(MINUTE - 1)
     store.write_results(conn, [], at_ms, [CheckResult(fast, "up", 20), CheckResult(slow, "up", 4_000)], at_ms)
-    seen: list[str] = []
-
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append(request.url.host)
-        return httpx.Response(200)
-
-    respx_mock.get("http://fast.test/").mock(side_effect=answer)
-    respx_mock.get("http://slow.test/").mock(side_effect=answer)
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
-        run_tick(TickOptions(db_path=db_path, retry_delay_s=0, concurrency=1, transport=respx_transport()))
-    assert seen == ["slow.test", "fast.test"]
+        run_tick(TickOptions(db_path=db_path, retry_delay_s=0, concurrency=1))
+    assert [r.target for r in local_server.requests] == ["/ok?slow", "/ok?fast"]
 
 
 def test_hanging_probes_give_their_worker_away_but_never_more_than_max_in_flight_run_at_once(

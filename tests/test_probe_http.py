@@ -1,32 +1,34 @@
-"""The HTTP probe's outcomes, with HTTP mocked by respx: every remote failure is a value."""
+"""The HTTP check's outcomes, against servers on 127.0.0.1 through the tick: every remote failure
+is a value."""
 
 from __future__ import annotations
 
 import asyncio
-import socket
-import ssl
+import json
+import sqlite3
+from pathlib import Path
 
 import httpx
 import pytest
-import respx
 
-from monitor_tick.core.clock import now_ms
-from monitor_tick.core.model import Monitor, ProbeResult
-from monitor_tick.probes.http import MAX_BODY_BYTES, probe_http
-from monitor_tick.run.fanout import make_client
-from tests.conftest import respx_transport
+from monitor_tick import store
+from monitor_tick.core import clock
+from monitor_tick.core.model import ProbeResult, expiry_text
+from monitor_tick.probes.http import MAX_BODY_BYTES, MAX_REDIRECTS, failed
+from tests.conftest import add
+from tests.hostile_origin import (
+    MINUTE,
+    scripted,
+    tick_check,
+    tick_without_network,
+    unaccepting_port,
+)
+from tests.servers import LocalServer, cert_expiring_in, refused_port, response_head, send_response
 
 
-def monitor(url: str = "http://site.test/", **settings: object) -> Monitor:
-    return Monitor(id=1, name="m", kind="http", url=url, interval_sec=60, effective_interval_sec=60, **settings)  # type: ignore[arg-type]
-
-
-def probe(m: Monitor) -> ProbeResult:
-    async def main() -> ProbeResult:
-        async with make_client(10, respx_transport()) as client:
-            return await probe_http(m, client, now_ms())
-
-    return asyncio.run(main())
+def recorded(result: object) -> tuple[object, ...]:
+    """(status, latency_ms, http_status, cause) of a check."""
+    return result.status, result.latency_ms, result.http_status, result.cause  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize(
@@ -42,106 +44,149 @@ def probe(m: Monitor) -> ProbeResult:
     ],
 )
 def test_status_codes_are_judged_by_the_expected_ranges(
-    respx_mock: respx.MockRouter, status: int, expect: str, outcome: str, cause: str | None
+    db_path: str, local_server: LocalServer, status: int, expect: str, outcome: str, cause: str | None
 ) -> None:
-    headers = {"Location": "http://site.test/"} if 300 <= status < 400 else {}
-    if 300 <= status < 400:
-        respx_mock.get("http://site.test/").side_effect = [httpx.Response(status, headers=headers), httpx.Response(200)]
-    else:
-        respx_mock.get("http://site.test/").mock(return_value=httpx.Response(status))
-    result = probe(monitor(expect_status=expect))
+    redirected = 300 <= status < 400
+    scripted(local_server, "/site", (status, {"Location": "/ok"}) if redirected else status)
+    result = tick_check(db_path, local_server.url("/site"), expect_status=expect)
     assert (result.status, result.cause) == (outcome, cause)
     if outcome == "up":
         assert result.latency_ms is not None and result.latency_ms >= 0
+    # a redirect is followed to its end, once; any other answer is the last
+    if redirected:
+        assert set(local_server.hits) == {"/site", "/ok"} and local_server.hits["/ok"] == 1
+    else:
+        assert local_server.hits == {"/site": 1}
 
 
 @pytest.mark.parametrize(
-    ("error", "cause"),
+    ("path", "cause"),
     [
-        (httpx.ConnectError("x"), "connect error"),
-        (httpx.ConnectTimeout("x"), "timeout"),
-        (httpx.ReadTimeout("x"), "timeout"),
-        (httpx.RemoteProtocolError("x"), "protocol error"),
-        (httpx.ReadError("x"), "connection reset"),
+        ("/hang", "timeout"),  # connected, the request read, never answered
+        ("/garbage", "protocol error"),
+        ("/reset", "connection reset"),
     ],
 )
-def test_transport_errors_become_down_results_with_a_cause(
-    respx_mock: respx.MockRouter, error: Exception, cause: str
+def test_remote_failures_become_down_results_with_a_cause(
+    db_path: str, local_server: LocalServer, path: str, cause: str
 ) -> None:
-    respx_mock.get("http://site.test/").mock(side_effect=error)
-    assert probe(monitor()) == ProbeResult("down", None, None, cause)
+    result = tick_check(db_path, local_server.url(path), timeout_s=1.0)
+    assert recorded(result) == ("down", None, None, cause)
+    assert set(local_server.hits) == {path}
 
 
-@pytest.mark.parametrize(
-    ("root", "cause"),
-    [
-        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), "dns"),
-        (ConnectionRefusedError(111, "Connection refused"), "connect refused"),
-        (ssl.SSLError("wrong version number"), "tls"),
-    ],
-)
-def test_connect_errors_are_classified_by_their_root_cause(root: BaseException, cause: str) -> None:
-    # respx re-raises side effects with its own chain, so a MockTransport carries the root cause
-    def fail(request: httpx.Request) -> httpx.Response:
-        raise httpx.ConnectError("failed", request=request) from root
-
-    async def main() -> ProbeResult:
-        async with make_client(10, transport=httpx.MockTransport(fail)) as client:
-            return await probe_http(monitor(), client, now_ms())
-
-    assert asyncio.run(main()) == ProbeResult("down", None, None, cause)
+def test_a_connection_never_accepted_is_a_timeout(db_path: str) -> None:
+    with unaccepting_port() as port:
+        result = tick_check(db_path, f"http://127.0.0.1:{port}/", timeout_s=1.0)
+    assert recorded(result) == ("down", None, None, "timeout")
 
 
-def test_a_pool_timeout_is_our_limit_so_the_result_is_unknown(respx_mock: respx.MockRouter) -> None:
-    respx_mock.get("http://site.test/").mock(side_effect=httpx.PoolTimeout("no slot"))
-    assert probe(monitor()) == ProbeResult("unknown", None, None, "connection pool exhausted")
+def test_an_unreachable_network_is_a_connect_error(db_path: str, local_server: LocalServer) -> None:
+    """The installed command in a network namespace of its own: even its loopback is down, so
+    connecting fails with no route (neither refused nor timed out)."""
+    conn = store.open_db(db_path)
+    try:
+        add(conn, local_server.url("/ok"), retries=0)
+    finally:
+        conn.close()
+    assert json.loads(tick_without_network(db_path).stdout)["down"] == 1
+    row = sqlite3.connect(db_path).execute("SELECT cause FROM incidents").fetchone()
+    assert row == ("connect error",)
+    assert local_server.hits.total == 0
 
 
-def test_a_keyword_is_found_across_chunk_boundaries(respx_mock: respx.MockRouter) -> None:
-    body = [b"<html>all systems ", b"oper", b"ational</html>"]
-    respx_mock.get("http://site.test/").mock(return_value=httpx.Response(200, stream=httpx.ByteStream(b"".join(body))))
-    assert probe(monitor(keyword="operational")).status == "up"
+def test_a_name_that_does_not_resolve_is_dns(db_path: str, unresolvable: str) -> None:
+    assert recorded(tick_check(db_path, f"http://{unresolvable}/")) == ("down", None, None, "dns")
 
 
-def test_a_missing_keyword_is_down(respx_mock: respx.MockRouter) -> None:
-    respx_mock.get("http://site.test/").mock(return_value=httpx.Response(200, text="maintenance"))
-    result = probe(monitor(keyword="operational"))
+def test_a_refused_connection_is_connect_refused(db_path: str) -> None:
+    result = tick_check(db_path, f"http://127.0.0.1:{refused_port()}/")
+    assert recorded(result) == ("down", None, None, "connect refused")
+
+
+def test_tls_to_a_server_that_speaks_plain_http_is_tls(db_path: str, local_server: LocalServer) -> None:
+    result = tick_check(db_path, local_server.url("/ok").replace("http://", "https://"))
+    assert recorded(result) == ("down", None, None, "tls")
+    assert local_server.hits.total == 0  # the handshake never became a request
+
+
+def test_a_pool_timeout_is_our_limit_so_the_result_is_unknown() -> None:
+    """Waiting for a connection of our own pool is not the site's outage."""
+    assert failed(httpx.PoolTimeout("no slot"), None) == ProbeResult("unknown", None, None, "connection pool exhausted")
+
+
+def test_a_keyword_is_found_across_chunk_boundaries(db_path: str, local_server: LocalServer) -> None:
+    async def chunks(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+        writer.write(response_head(200, [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")]))
+        for piece in (b"<html>all systems ", b"oper", b"ational</html>"):
+            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+            await writer.drain()
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    local_server.route("/page", chunks)
+    assert tick_check(db_path, local_server.url("/page"), keyword="operational").status == "up"
+    assert local_server.hits == {"/page": 1}
+
+
+def test_a_missing_keyword_is_down(db_path: str, local_server: LocalServer) -> None:
+    result = tick_check(db_path, local_server.url("/keyword/maintenance"), keyword="operational")
     assert (result.status, result.http_status, result.cause) == ("down", 200, "keyword missing")
+    assert local_server.hits == {"/keyword/maintenance": 1}
 
 
-def test_a_keyword_past_the_first_mebibyte_is_not_looked_for(respx_mock: respx.MockRouter) -> None:
-    respx_mock.get("http://site.test/").mock(
-        return_value=httpx.Response(200, content=b"a" * MAX_BODY_BYTES + b"needle")
+def test_a_keyword_past_the_first_mebibyte_is_not_looked_for(db_path: str, local_server: LocalServer) -> None:
+    async def long_page(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+        await send_response(writer, 200, b"a" * MAX_BODY_BYTES + b"needle", method=method)
+
+    local_server.route("/long", long_page)
+    assert tick_check(db_path, local_server.url("/long"), keyword="needle").cause == "keyword missing"
+    assert local_server.hits == {"/long": 1}
+
+
+def test_head_requests_are_sent_as_head(db_path: str, local_server: LocalServer) -> None:
+    assert tick_check(db_path, local_server.url("/ok"), method="HEAD").status == "up"
+    assert [r.method for r in local_server.requests] == ["HEAD"]
+
+
+def test_redirects_are_followed_at_most_five_times(tmp_path: Path, local_server: LocalServer) -> None:
+    assert MAX_REDIRECTS == 5
+    assert tick_check(tmp_path / "five.db", local_server.url("/redirect/5")).status == "up"
+    assert local_server.hits["/ok"] == 1  # five redirects led there
+    local_server.hits.clear()
+    assert tick_check(tmp_path / "six.db", local_server.url("/redirect/6")).cause == "too many redirects"
+    assert local_server.hits["/redirect/1"] >= 1 and local_server.hits["/ok"] == 0  # the sixth was not followed
+
+
+def test_every_condition_the_answer_fails_is_named(db_path: str, local_server: LocalServer) -> None:
+    result = tick_check(
+        db_path,
+        local_server.url("/keyword/down"),
+        keyword="operational",
+        keyword_absent="down",
+        json_field="status=UP",
     )
-    assert probe(monitor(keyword="needle")).cause == "keyword missing"
-
-
-def test_head_requests_are_sent_as_head(respx_mock: respx.MockRouter) -> None:
-    route = respx_mock.head("http://site.test/").mock(return_value=httpx.Response(200))
-    assert probe(monitor(method="HEAD")).status == "up"
-    assert route.call_count == 1
-
-
-def test_redirects_are_followed_at_most_five_times(respx_mock: respx.MockRouter) -> None:
-    respx_mock.get("http://site.test/").mock(
-        return_value=httpx.Response(302, headers={"Location": "http://site.test/"})
-    )
-    assert probe(monitor()).cause == "too many redirects"
-
-
-def test_every_condition_the_answer_fails_is_named(respx_mock: respx.MockRouter) -> None:
-    respx_mock.get("http://site.test/").mock(return_value=httpx.Response(200, text="<html>down</html>"))
-    result = probe(monitor(keyword="operational", keyword_absent="down", json_field="status=UP"))
     assert (result.status, result.cause) == ("down", "keyword missing; keyword present; json: body is not JSON")
 
 
-def test_a_status_not_expected_is_named_beside_the_certificate_check(respx_mock: respx.MockRouter) -> None:
+def test_a_status_not_expected_is_named_beside_the_certificate_check(db_path: str) -> None:
     """The body of an unexpected status is never judged (an error page is not the answer its
     conditions describe); the certificate is, since it came with the answer."""
-    respx_mock.get("https://site.test/").mock(return_value=httpx.Response(503, text="<html>down</html>"))
-    result = probe(monitor("https://site.test/", keyword="operational", expires_within_sec=86400))
+    pair = cert_expiring_in(10)
+    with LocalServer(tls=pair.server_context) as server:
+
+        async def down(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+            await send_response(writer, 503, "<html>down</html>", method=method, content_type="text/html")
+
+        server.route("/", down)
+        result = tick_check(
+            db_path, server.url("/"), keyword="operational", expires_within_sec=30 * 86400, ca_file=pair.ca_pem
+        )
+        assert [r.target for r in server.requests] == ["/"]
+    expires_at_ms = int(pair.not_after.timestamp() * 1000)
+    assert result.cert_expires_at_ms == expires_at_ms
     assert (result.status, result.http_status, result.cause) == (
         "down",
         503,
-        "status 503; tls: no verified certificate to read the expiry from",
+        f"status 503; tls: {expiry_text(expires_at_ms, clock.minute_start_ms(MINUTE))}",
     )

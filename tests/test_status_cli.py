@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import httpx
-import respx
 from freezegun import freeze_time
 from prometheus_client.parser import text_string_to_metric_families
 from typer.testing import CliRunner
@@ -18,8 +16,10 @@ from typer.testing import CliRunner
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
 from tests.commands import clock_at
-from tests.conftest import add, respx_transport, rollup
+from tests.conftest import add, rollup
 from tests.history import DAY, HOSTILE_NAME, HOUR, NOW_MS, History, seed
+from tests.hostile_origin import scripted
+from tests.servers import LocalServer
 
 runner = CliRunner()
 
@@ -35,24 +35,22 @@ def gauges(text: str) -> dict[str, float]:
 
 
 def test_the_tick_flags_rewrite_the_page_and_the_metrics_after_each_tick(
-    respx_mock: respx.MockRouter, tmp_path: Path, conn: sqlite3.Connection, db_path: str
+    tmp_path: Path, conn: sqlite3.Connection, db_path: str, local_server: LocalServer
 ) -> None:
-    add(conn, "http://a.test/", name="alpha", retries=0)
-    add(conn, "http://b.test/", name="beta", retries=0)
-    respx_mock.get("http://a.test/").mock(return_value=httpx.Response(200))
-    beta = respx_mock.get("http://b.test/")
-    beta.side_effect = [httpx.Response(200), httpx.Response(503)]
+    add(conn, local_server.url("/ok"), name="alpha", retries=0)
+    add(conn, local_server.url("/beta"), name="beta", retries=0)
+    beta = scripted(local_server, "/beta", 200, 503)
     site, prom = tmp_path / "site", tmp_path / "textfile" / "monitor_tick.prom"
     prom.parent.mkdir()
     args = ["--db", db_path, "--retry-delay", "0", "--status-page", str(site), "--metrics-file", str(prom)]
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
-        first = runner.invoke(app, args, obj={"transport": respx_transport()})
+        first = runner.invoke(app, args)
     assert first.exit_code == 0 and first.stdout == "" and first.stderr == ""
     assert gauges(prom.read_text())["monitor_tick_up{2}"] == 1
     assert 'data-state="up"' in (site / "index.html").read_text()
 
     with freeze_time("2026-12-01 00:01:05", real_asyncio=True):
-        second = runner.invoke(app, args, obj={"transport": respx_transport()})
+        second = runner.invoke(app, args)
     assert second.exit_code == 0 and second.stdout == "" and second.stderr == ""
     found = gauges(prom.read_text())
     assert found["monitor_tick_up{1}"] == 1 and found["monitor_tick_up{2}"] == 0
@@ -65,33 +63,31 @@ def test_the_tick_flags_rewrite_the_page_and_the_metrics_after_each_tick(
     assert "status 503" in page and "ongoing" in page
     assert (site / "badges" / "2-status.svg").read_text().count(">down</text>") == 2
     assert sorted(os.listdir(prom.parent)) == ["monitor_tick.prom"]  # no temporary left behind
+    assert beta == [200, 503] and local_server.hits == {"/ok": 2, "/beta": 2}
 
 
 def test_a_page_that_cannot_be_written_is_one_line_on_stderr_and_the_tick_still_counts(
-    respx_mock: respx.MockRouter, tmp_path: Path, conn: sqlite3.Connection, db_path: str
+    tmp_path: Path, conn: sqlite3.Connection, db_path: str, local_server: LocalServer
 ) -> None:
-    monitor = add(conn, "http://a.test/")
-    respx_mock.get("http://a.test/").mock(return_value=httpx.Response(200))
+    monitor = add(conn, local_server.url("/ok"))
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("")
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
-        result = runner.invoke(
-            app, ["--db", db_path, "--status-page", str(blocker / "site")], obj={"transport": respx_transport()}
-        )
+        result = runner.invoke(app, ["--db", db_path, "--status-page", str(blocker / "site")])
     assert result.exit_code == 0 and result.stdout == ""
     assert result.stderr.startswith("monitor-tick: status page not written: ") and result.stderr.count("\n") == 1
-    assert rollup(conn, monitor) == (1, 0)
+    assert rollup(conn, monitor) == (1, 0) and local_server.hits == {"/ok": 1}
 
 
 def test_a_second_run_for_a_claimed_minute_writes_no_page(
-    respx_mock: respx.MockRouter, tmp_path: Path, conn: sqlite3.Connection, db_path: str
+    tmp_path: Path, conn: sqlite3.Connection, db_path: str, local_server: LocalServer
 ) -> None:
-    add(conn, "http://a.test/")
-    respx_mock.get("http://a.test/").mock(return_value=httpx.Response(200))
+    add(conn, local_server.url("/ok"))
     with freeze_time("2026-12-01 00:00:05", real_asyncio=True):
-        assert runner.invoke(app, ["--db", db_path], obj={"transport": respx_transport()}).exit_code == 0
+        assert runner.invoke(app, ["--db", db_path]).exit_code == 0
         again = runner.invoke(app, ["--db", db_path, "--status-page", str(tmp_path / "site")])
     assert again.exit_code == 0 and not (tmp_path / "site").exists()
+    assert local_server.hits == {"/ok": 1}  # the second run probed nothing
 
 
 IMPORTS = """

@@ -4,11 +4,9 @@ and none of them holds up the rest of the tick."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import sqlite3
 import ssl
 import tracemalloc
-from collections.abc import Iterator
 
 import pytest
 
@@ -60,20 +58,6 @@ def test_a_misbehaving_endpoint_is_down_with_a_clear_cause(local_server: LocalSe
 
 def test_a_refused_connection_is_down(local_server: LocalServer) -> None:
     assert probe_one(f"http://127.0.0.1:{refused_port()}/", timeout_s=2.0).cause == "connect refused"
-
-
-@pytest.fixture
-def unresolvable(monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """A name the resolver says does not exist, without asking any real resolver."""
-    real = socket.getaddrinfo
-
-    def fake(host: object, *args: object, **kwargs: object) -> object:
-        if host in ("no-such-host.test", b"no-such-host.test"):  # anyio passes IDNA bytes
-            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-        return real(host, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(socket, "getaddrinfo", fake)
-    yield "no-such-host.test"
 
 
 def test_a_name_that_does_not_resolve_is_down_with_dns(unresolvable: str) -> None:

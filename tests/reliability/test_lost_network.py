@@ -4,10 +4,8 @@ network is down -- a failed canary -- sets checks aside."""
 from __future__ import annotations
 
 import json
-import os
 import socket
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,6 +15,7 @@ from freezegun import freeze_time
 from monitor_tick import store
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add
+from tests.hostile_origin import tick_without_network
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer
 
@@ -67,15 +66,7 @@ def test_a_lost_network_with_a_failing_canary_is_still_set_aside(db_path: str, l
         store.set_setting(conn, store.CANARY_SETTING, "http://router.lost.invalid/")
     finally:
         conn.close()
-    done = subprocess.run(
-        ["unshare", "-n", MONITOR_TICK, "--db", db_path, "--retry-delay", "0", "--json"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "NO_COLOR": "1"},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = tick_without_network(db_path)
     summary = json.loads(done.stdout)
     assert (summary["network_lost"], summary["down"], summary["unknown"], summary["opened"]) == (True, 1, 10, 1)
     assert [(r["name"], r["status"], r["cause"]) for r in summary["results"] if r["status"] == "down"] == [
