@@ -102,18 +102,19 @@ def check_expires_within(monitor: Monitor) -> None:
 async def connect(
     host: str, port: int, timeout_s: float, tls: ssl.SSLContext | None = None, guard: AddressGuard | None = None
 ) -> tuple[int, dict[str, object] | None]:
-    """Open one connection (with a TLS handshake when `tls` is given) under one deadline, then
-    close it. Returns (latency_ms, the verified peer certificate or None). With `guard`, the
+    """Open one connection (with a TLS handshake when `tls` is given) and close it, both under
+    one deadline. Returns (latency_ms, the verified peer certificate or None). With `guard`, the
     name is resolved here and the address checked and connected to (guard.BlockedAddress).
     Raises TimeoutError, OSError or ssl.SSLError."""
     import asyncio
 
     start = time.perf_counter()
-    async with asyncio.timeout(timeout_s):
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    async with asyncio.timeout_at(deadline):
         _, writer = await open_stream(host, port, guard, tls, ssl_handshake_timeout=timeout_s if tls else None)
     latency_ms = elapsed_ms(start, time.perf_counter())
     cert = writer.get_extra_info("peercert") if tls else None
-    await close_stream(writer)
+    await close_stream(writer, deadline)
     return latency_ms, cert
 
 
@@ -135,14 +136,21 @@ async def open_stream(
     )
 
 
-async def close_stream(writer: asyncio.StreamWriter) -> None:
-    """Close a connection, waiting CLOSE_WAIT_S at most: a peer that never answers TLS
-    close_notify must not hold the probe."""
+def goodbye(deadline: float) -> asyncio.Timeout:
+    """The time a connection's goodbye may wait for its peer (an SMTP QUIT's answer, TLS
+    close_notify): CLOSE_WAIT_S at most, and never past the check's `deadline` (the loop's
+    time), which covers every step of a check. A goodbye cut short changes no result."""
     import asyncio
 
+    return asyncio.timeout_at(min(deadline, asyncio.get_running_loop().time() + CLOSE_WAIT_S))
+
+
+async def close_stream(writer: asyncio.StreamWriter, deadline: float) -> None:
+    """Close a connection within its goodbye (by the check's `deadline`, CLOSE_WAIT_S at most),
+    then drop it: a peer that never answers TLS close_notify must not hold the probe."""
     writer.close()
     try:
-        async with asyncio.timeout(CLOSE_WAIT_S):
+        async with goodbye(deadline):
             await writer.wait_closed()
     except OSError:  # TimeoutError and ssl.SSLError are OSErrors
         writer.transport.abort()
