@@ -7,6 +7,8 @@ import errno
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import SplitResult, urlsplit
 
 from monitor_tick.core.clock import MS_PER_S, elapsed_ms, s_to_ms
@@ -23,10 +25,26 @@ CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is 
 NO_ROUTE_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN})
 
 
+class NotTls(OSError):
+    """The peer hung up during the TLS handshake: what listens there does not speak TLS (a
+    plain port, whose server gave up on our ClientHello), not a working connection reset."""
+
+
+@contextmanager
+def tls_handshake() -> Iterator[None]:
+    """Around a TLS handshake: a connection reset or closed before it ends raises NotTls."""
+    try:
+        yield
+    except (ConnectionResetError, BrokenPipeError) as exc:
+        raise NotTls("the peer hung up during the TLS handshake") from exc
+
+
 def cause_of_os_error(exc: BaseException) -> str:
     """A short, stable cause for a socket or TLS error (never an address: it may be private)."""
     if isinstance(exc, BlockedAddress):
         return str(exc)
+    if isinstance(exc, NotTls):  # a failed handshake, as ssl's own failures for a plain port
+        return "tls"
     ssl = sys.modules.get("ssl")  # a TLS error can be raised only once ssl is loaded
     if ssl is not None and isinstance(exc, ssl.SSLCertVerificationError):
         reason = (exc.verify_message or "").lower()
@@ -127,13 +145,17 @@ async def open_stream(
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A connection to host:port (TLS from the start when `tls` is given), under the caller's
     deadline. With `guard`, the name is resolved here and the address checked and connected to,
-    the name kept for TLS (guard.BlockedAddress). Raises OSError or ssl.SSLError."""
+    the name kept for TLS (guard.BlockedAddress). Raises OSError (NotTls for a peer that hangs
+    up during the TLS handshake) or ssl.SSLError."""
     import asyncio
 
     target = host if guard is None else await guard.resolve(host, port)
-    return await asyncio.open_connection(
-        target, port, ssl=tls, server_hostname=host if tls else None, ssl_handshake_timeout=ssl_handshake_timeout
-    )
+    if tls is None:
+        return await asyncio.open_connection(target, port)
+    with tls_handshake():
+        return await asyncio.open_connection(
+            target, port, ssl=tls, server_hostname=host, ssl_handshake_timeout=ssl_handshake_timeout
+        )
 
 
 def goodbye(deadline: float) -> asyncio.Timeout:

@@ -26,6 +26,7 @@ from monitor_tick.probes.net import (
     close_stream,
     goodbye,
     open_stream,
+    tls_handshake,
     upgraded_cause,
 )
 from monitor_tick.probes.tls import DEFAULT_EXPIRES_WITHIN_SEC
@@ -107,7 +108,8 @@ async def _starttls(
     code = await _reply(reader)
     if code != 220:
         raise SmtpError(f"STARTTLS refused ({code})")
-    await writer.start_tls(context, server_hostname=host)
+    with tls_handshake():
+        await writer.start_tls(context, server_hostname=host)
 
 
 def _ehlo_name(writer: asyncio.StreamWriter) -> str:
