@@ -3,7 +3,6 @@ certificates are generated here with chosen expiry dates, through the tick and a
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import sqlite3
@@ -144,10 +143,6 @@ def test_a_handshake_that_never_completes_is_down_at_the_monitors_deadline(
     assert (result["status"], result["cause"]) == ("down", "tls: timeout")
 
 
-async def _say_nothing(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    return None
-
-
 def test_a_server_that_never_answers_the_close_holds_the_check_no_longer_than_its_timeout(
     conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -156,7 +151,7 @@ def test_a_server_that_never_answers_the_close_holds_the_check_no_longer_than_it
     that wait, but longer than the timeout, records the check."""
     monkeypatch.setattr(net, "CLOSE_WAIT_S", 60.0)  # a goodbye's own limit, beyond the budget
     pair = valid_cert()
-    with holding_server(_say_nothing, pair.server_context) as port:
+    with holding_server(tls=pair.server_context) as port:
         monitor = add(conn, f"tls://127.0.0.1:{port}", retries=0, timeout_s=1)
         result = only_result(tick(db_path, pair, budget_s=5))
     assert (result["status"], result["cause"]) == ("up", None) and rollup(conn, monitor) == (1, 0)
