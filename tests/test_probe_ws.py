@@ -168,14 +168,18 @@ def test_an_http_answer_without_an_upgrade_and_tls_to_a_plain_port_say_what_they
     with LocalServer() as old_server, ws_server() as (plain_port, _):
         old_server.route("/", _http_1_0_page)
         add(conn, f"ws://127.0.0.1:{old_server.port}/", name="http/1.0", retries=0)
-        add(conn, f"wss://127.0.0.1:{plain_port}/", name="wss to plain", retries=0)
-        add(conn, f"tls://127.0.0.1:{plain_port}", name="tls to plain", retries=0)
+        # a plain WebSocket server hangs up on a TLS hello; a plain HTTP server answers it with text
+        for scheme, port in (("wss", plain_port), ("tls", plain_port), ("https", old_server.port)):
+            add(conn, f"{scheme}://127.0.0.1:{port}/", name=f"{scheme} to plain", retries=0)
+        add(conn, f"wss://127.0.0.1:{old_server.port}/", name="wss to plain http", retries=0)
         report = tick(db_path, valid_cert())
     causes = {r["name"]: r["cause"] for r in report.results_json()}
     assert causes == {
         "http/1.0": "ws: status 200 (HTTP/1.0, no upgrade)",  # an HTTP answer, which cannot upgrade
-        "wss to plain": "tls: handshake failed",  # as a tls:// monitor says of a port without TLS
-        "tls to plain": "tls: handshake failed",
+        "wss to plain": "tls: not spoken by the server",  # as https:// and tls:// monitors say it
+        "tls to plain": "tls: not spoken by the server",
+        "https to plain": "tls: not spoken by the server",
+        "wss to plain http": "tls: not spoken by the server",
     }
 
 

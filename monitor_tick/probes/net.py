@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     import ssl
 
 CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
+# A TLS handshake with a server that speaks something else there: it hung up on our hello, or
+# answered it in plain text (a plain HTTP port), which OpenSSL reads as a record of no TLS version
+NOT_TLS = "tls: not spoken by the server"
+_PLAIN_TEXT_REASONS = frozenset({"WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG"})
 # No route to the host: nothing answered, the failure is on the way (our own network, often)
 NO_ROUTE_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN})
 
@@ -43,8 +47,8 @@ def cause_of_os_error(exc: BaseException) -> str:
     """A short, stable cause for a socket or TLS error (never an address: it may be private)."""
     if isinstance(exc, BlockedAddress):
         return str(exc)
-    if isinstance(exc, NotTls):  # a failed handshake, as ssl's own failures for a plain port
-        return "tls"
+    if isinstance(exc, NotTls):
+        return NOT_TLS
     ssl = sys.modules.get("ssl")  # a TLS error can be raised only once ssl is loaded
     if ssl is not None and isinstance(exc, ssl.SSLCertVerificationError):
         reason = (exc.verify_message or "").lower()
@@ -56,7 +60,7 @@ def cause_of_os_error(exc: BaseException) -> str:
             return "tls: self-signed certificate"
         return "tls: certificate not trusted"
     if ssl is not None and isinstance(exc, ssl.SSLError):
-        return "tls"
+        return NOT_TLS if getattr(exc, "reason", None) in _PLAIN_TEXT_REASONS else "tls"
     if isinstance(exc, socket.gaierror):
         return "dns"
     if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:

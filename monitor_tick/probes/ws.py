@@ -7,8 +7,8 @@ a second). A server that answers the upgrade with another status is down with it
 an HTTP/1.0 server, which cannot upgrade (`ws: status 200 (HTTP/1.0, no upgrade)`); one that
 closes with another code, or drops the connection without a close frame, is down too. wss://
 is verified like an HTTPS request, and with --expires-within its certificate is judged as an
-https:// monitor's is; a port without TLS fails its handshake, as tls:// says. The latency is
-the opening handshake's. A user and password in the URL are sent as basic auth, and, like the
+https:// monitor's is; a port without TLS is `tls: not spoken by the server`, as for https://
+and tls://. The latency is the opening handshake's. A user and password in the URL are sent as basic auth, and, like the
 query, never printed.
 
 The protocol is the `websockets` library's (the `ws` extra): framing, the accept key and the
