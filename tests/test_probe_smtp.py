@@ -115,6 +115,24 @@ def deaf_after_quit(tls: ssl.SSLContext | None, quit_said: threading.Event) -> C
     return dialogue
 
 
+async def _starttls_then_plain_text(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A server that offers and accepts STARTTLS, then answers the TLS hello in plain text."""
+    writer.write(b"220 mail.test ESMTP\r\n")
+    await reader.readline()  # EHLO
+    writer.write(b"250-mail.test\r\n250 STARTTLS\r\n")
+    await reader.readline()  # STARTTLS
+    writer.write(b"220 go ahead\r\n")
+    await reader.read(1)  # the client's TLS hello has begun
+    writer.write(b"500 5.5.1 command unrecognized\r\n")
+
+
+def test_a_starttls_upgrade_the_server_does_not_speak_is_down_saying_so(conn: sqlite3.Connection, db_path: str) -> None:
+    with holding_server(_starttls_then_plain_text) as port:
+        add(conn, f"smtp://127.0.0.1:{port}?starttls=1", retries=0)
+        result = only_result(tick(db_path, valid_cert()))
+    assert (result["status"], result["cause"]) == ("down", "tls: not spoken by the server")
+
+
 @pytest.mark.parametrize("upgrade", [False, True], ids=["plain", "starttls"])
 def test_a_server_that_never_answers_quit_holds_the_check_no_longer_than_its_timeout(
     conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch, upgrade: bool
