@@ -155,7 +155,7 @@ def shared_prefix(engine: Engine) -> str:
         if shared:
             return shared[0]
         engine.create(f"prefix-{extra}", "true")
-    raise AssertionError("17 container ids with 17 different first characters: ids are hex")
+    raise AssertionError("more than 16 container ids, each with its own first hex digit")
 
 
 def test_an_id_prefix_that_names_more_than_one_container_is_down_saying_so(
