@@ -809,6 +809,46 @@ def banner_server(banner: bytes, *, delay_s: float = 0.0) -> Iterator[int]:
             server.close()
 
 
+@contextlib.contextmanager
+def holding_server(
+    greet: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = None,
+    tls: ssl.SSLContext | None = None,
+) -> Iterator[int]:
+    """A 127.0.0.1 port whose server runs `greet` on each connection (over TLS from the start when
+    given `tls`), then holds it: reads nothing more, so never answers a TLS close_notify, and
+    never closes it until the block ends. A peer that never says goodbye. Without `greet`, it
+    stops reading as the connection is made, before a close_notify that follows the handshake
+    at once can be read."""
+    stop = asyncio.Event()
+    held: set[asyncio.Task[None]] = set()  # a connection nobody reads is referenced by nothing else
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            if greet is not None:
+                await greet(reader, writer)
+                writer.transport.pause_reading()
+            await stop.wait()
+        finally:
+            writer.transport.abort()
+
+    def connected(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if greet is None:  # now, as the connection is made: a task would start a turn later
+            writer.transport.pause_reading()
+        held.add(asyncio.ensure_future(hold(reader, writer)))
+
+    async def release() -> None:
+        stop.set()
+        await asyncio.gather(*held, return_exceptions=True)
+
+    with LoopThread() as thread:
+        server = thread.run(asyncio.start_server(connected, HOST, 0, ssl=tls))
+        try:
+            yield server.sockets[0].getsockname()[1]
+        finally:
+            server.close()
+            thread.run(release())
+
+
 def refused_port() -> int:
     """A 127.0.0.1 port that nothing listens on (bound, then released)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -110,7 +110,7 @@ def test_a_starting_health_check_is_up_only_within_its_start_period_and_retries(
     assert results(tick(db, started_ms + 60_000)) == {"starting": ("up", None)}
     assert results(tick(db, started_ms + 119 * 60_000)) == {"starting": ("up", None)}
     assert results(tick(db, started_ms + 121 * 60_000)) == {
-        "starting": ("down", "docker: health check still starting after 2h")
+        "starting": ("down", "docker: health check starting for 2h1m (allowed 2h)")
     }
 
 
@@ -143,6 +143,29 @@ def test_an_engine_that_never_answers_is_down_at_the_timeout(tmp_path: Path) -> 
         db = str(tmp_path / "m.db")
         added(db, ORDINARY_MS, ("silent", f"docker://web?host=unix://{silent}"), options=("--timeout", "1s"))
         assert results(tick(db, ORDINARY_MS)) == {"silent": ("down", "docker: timeout")}
+
+
+def shared_prefix(engine: Engine) -> str:
+    """A first character of container ids that more than one container's id begins with
+    (containers are created until two share one: of 17 ids, two always do)."""
+    for extra in range(17):
+        ids = [c["Id"] for c in engine.api("GET", "/containers/json", params={"all": "1"}).json()]
+        firsts = [container[0] for container in ids]
+        shared = sorted({first for first in firsts if firsts.count(first) > 1})
+        if shared:
+            return shared[0]
+        engine.create(f"prefix-{extra}", "true")
+    raise AssertionError("more than 16 container ids, each with its own first hex digit")
+
+
+def test_an_id_prefix_that_names_more_than_one_container_is_down_saying_so(
+    engine: Engine, containers: dict[str, str], tmp_path: Path
+) -> None:
+    db = str(tmp_path / "m.db")
+    added(db, ORDINARY_MS, ("ambiguous", on(engine, shared_prefix(engine))), options=("--retries", "0"))
+    assert results(tick(db, ORDINARY_MS)) == {
+        "ambiguous": ("down", "docker: ambiguous id: more than one container matches")
+    }
 
 
 def test_an_engine_over_tcp_is_read_as_over_its_socket(
@@ -253,7 +276,9 @@ def test_a_check_without_timings_starts_for_the_engine_defaults_three_times_30_s
     container = {"State": {"Status": "running", "StartedAt": started, "Health": {"Status": "starting"}}, "Config": {}}
     at = clock.parse_iso_ms(started)
     assert docker.state_cause(container, at + 90_000) is None
-    assert docker.state_cause(container, at + 90_001) == "docker: health check still starting after 1m30s"
+    # a moment over the allowance never reads as equal to it
+    assert docker.state_cause(container, at + 90_001) == "docker: health check starting for 1m31s (allowed 1m30s)"
+    assert docker.state_cause(container, at + 23 * 60_000) == "docker: health check starting for 23m (allowed 1m30s)"
 
 
 def test_a_web_server_where_an_engine_should_be_is_not_read_as_a_missing_container(

@@ -21,6 +21,7 @@ import pytest
 from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.model import expiry_text
+from monitor_tick.probes import new_monitor
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.run.tick import TickOptions, TickReport, run_tick
 from tests import daemons, mariadb, redis_server
@@ -227,6 +228,20 @@ def test_a_server_that_never_answers_is_down_with_a_timeout_within_the_monitors_
         report = tick(db_path)
     assert [(r.status, r.cause) for r in report.results] == [("down", f"{kind}: timeout")]
     assert report.duration_ms < 5_000
+
+
+def test_a_mysql_server_that_never_answers_is_a_timeout_whichever_of_its_two_timeouts_ends_the_wait() -> None:
+    """The probe's deadline, and PyMySQL's own socket timeouts on its thread (the deadline left):
+    when PyMySQL's ends the wait first, the cause is the same timeout, never `connection lost`."""
+    from monitor_tick.probes import mysql
+
+    pymysql = mysql._pymysql()
+    monitor = new_monitor(name="m", url="mysql://someone:pw@127.0.0.1/db", interval_sec=60, aligned=False, given={})
+    with listening_port() as port:  # the kernel completes the connection; nothing ever answers
+        login = mysql._login(pymysql, mysql._target(monitor)._replace(port=port), None, 0.2)
+        with socket.create_connection(("127.0.0.1", port)) as sock, pytest.raises(pymysql.err.Error) as raised:
+            mysql._ping(login, sock)  # on this thread, as the probe's worker thread runs it
+    assert mysql.cause_of_error(pymysql, raised.value) == "timeout"
 
 
 @contextmanager

@@ -4,11 +4,12 @@ the tick and a real SQLite file."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sqlite3
 import ssl
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from aiosmtpd.smtp import SMTP
 from typer.testing import CliRunner
 
 from monitor_tick.cli.app import app
+from monitor_tick.probes import net
 from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
@@ -28,6 +30,7 @@ from tests.servers import (
     banner_server,
     cert_expiring_in,
     expired_cert,
+    holding_server,
     refused_port,
     self_signed_cert,
     valid_cert,
@@ -88,6 +91,63 @@ def smtp_server(tls: ssl.SSLContext | None = None) -> Iterator[tuple[int, Seen]]
             yield server.sockets[0].getsockname()[1], seen
         finally:
             server.close()
+
+
+def deaf_after_quit(tls: ssl.SSLContext | None, quit_said: threading.Event) -> Callable[..., Awaitable[None]]:
+    """An SMTP server's dialogue (for servers.holding_server): a greeting, STARTTLS offered when
+    given `tls`, and on QUIT no answer (`quit_said` is set), the connection held."""
+
+    async def dialogue(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"220 mail.test ESMTP\r\n")
+        while line := await reader.readline():
+            command = line.strip().upper()
+            if command.startswith(b"EHLO"):
+                writer.write(b"250-mail.test\r\n250 STARTTLS\r\n")
+            elif command == b"STARTTLS" and tls is not None:
+                writer.write(b"220 ready\r\n")
+                await writer.start_tls(tls)
+            elif command == b"QUIT":
+                quit_said.set()
+                return
+            else:
+                writer.write(b"502 not here\r\n")
+
+    return dialogue
+
+
+async def _starttls_then_plain_text(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """A server that offers and accepts STARTTLS, then answers the TLS hello in plain text."""
+    writer.write(b"220 mail.test ESMTP\r\n")
+    await reader.readline()  # EHLO
+    writer.write(b"250-mail.test\r\n250 STARTTLS\r\n")
+    await reader.readline()  # STARTTLS
+    writer.write(b"220 go ahead\r\n")
+    await reader.read(1)  # the client's TLS hello has begun
+    writer.write(b"500 5.5.1 command unrecognized\r\n")
+
+
+def test_a_starttls_upgrade_the_server_does_not_speak_is_down_saying_so(conn: sqlite3.Connection, db_path: str) -> None:
+    with holding_server(_starttls_then_plain_text) as port:
+        add(conn, f"smtp://127.0.0.1:{port}?starttls=1", retries=0)
+        result = only_result(tick(db_path, valid_cert()))
+    assert (result["status"], result["cause"]) == ("down", "tls: not spoken by the server")
+
+
+@pytest.mark.parametrize("upgrade", [False, True], ids=["plain", "starttls"])
+def test_a_server_that_never_answers_quit_holds_the_check_no_longer_than_its_timeout(
+    conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch, upgrade: bool
+) -> None:
+    """QUIT's answer and the close (TLS close_notify) wait within the check's one deadline,
+    however long a goodbye may wait otherwise: a tick whose budget is shorter than those waits,
+    but longer than the timeout, records the check, and the server was still told QUIT."""
+    monkeypatch.setattr(net, "CLOSE_WAIT_S", 60.0)  # a goodbye's own limit, beyond the budget
+    pair = valid_cert()
+    quit_said = threading.Event()
+    with holding_server(deaf_after_quit(pair.server_context if upgrade else None, quit_said)) as port:
+        monitor = add(conn, f"smtp://127.0.0.1:{port}{'?starttls=1' if upgrade else ''}", retries=0, timeout_s=1)
+        result = only_result(tick(db_path, pair, budget_s=5))
+        assert quit_said.wait(10)
+    assert (result["status"], result["cause"]) == ("up", None) and rollup(conn, monitor) == (1, 0)
 
 
 def test_a_server_that_greets_with_220_is_up_and_is_told_quit(conn: sqlite3.Connection, db_path: str) -> None:

@@ -15,7 +15,9 @@ from typer.testing import CliRunner
 from monitor_tick import store
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
+from monitor_tick.probes import net
 from monitor_tick.run.report import TickReport
+from monitor_tick.run.rounds import DEFAULT_BUDGET_S
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.servers import (
@@ -23,6 +25,7 @@ from tests.servers import (
     TLSPair,
     cert_expiring_in,
     expired_cert,
+    holding_server,
     refused_port,
     self_signed_cert,
     valid_cert,
@@ -37,12 +40,12 @@ runner = CliRunner()
 _MINUTES = itertools.count()
 
 
-def tick(db_path: str, pair: TLSPair) -> TickReport:
+def tick(db_path: str, pair: TLSPair, budget_s: float = DEFAULT_BUDGET_S) -> TickReport:
     """One tick of a recent minute, a later one each time (tests tick more than once a minute,
     and a forced rerun would record nothing twice), trusting the test CA."""
     trust = ssl.create_default_context(cafile=pair.ca_pem)
     minute = clock.minute_of_ms(clock.now_ms()) - 100 + next(_MINUTES)
-    return run_tick(TickOptions(db_path=db_path, minute=minute, retry_delay_s=0, verify=trust))
+    return run_tick(TickOptions(db_path=db_path, minute=minute, retry_delay_s=0, verify=trust, budget_s=budget_s))
 
 
 def only_result(report: TickReport) -> dict[str, object]:
@@ -128,7 +131,7 @@ def test_a_closed_port_and_a_server_that_does_not_speak_tls_are_down(conn: sqlit
         add(conn, tls_url(plain_http), name="plain", retries=0)
         report = tick(db_path, valid_cert())
     causes = {r["name"]: r["cause"] for r in report.results_json()}
-    assert causes == {"closed": "tls: connect refused", "plain": "tls: handshake failed"}
+    assert causes == {"closed": "tls: connect refused", "plain": "tls: not spoken by the server"}
 
 
 def test_a_handshake_that_never_completes_is_down_at_the_monitors_deadline(
@@ -138,6 +141,20 @@ def test_a_handshake_that_never_completes_is_down_at_the_monitors_deadline(
         add(conn, f"tls://127.0.0.1:{port}", retries=0, timeout_s=0.3)
         result = only_result(tick(db_path, valid_cert()))
     assert (result["status"], result["cause"]) == ("down", "tls: timeout")
+
+
+def test_a_server_that_never_answers_the_close_holds_the_check_no_longer_than_its_timeout(
+    conn: sqlite3.Connection, db_path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The close (TLS close_notify, which a polite peer answers) waits within the check's one
+    deadline, however long a goodbye may wait otherwise: a tick whose budget is shorter than
+    that wait, but longer than the timeout, records the check."""
+    monkeypatch.setattr(net, "CLOSE_WAIT_S", 60.0)  # a goodbye's own limit, beyond the budget
+    pair = valid_cert()
+    with holding_server(tls=pair.server_context) as port:
+        monitor = add(conn, f"tls://127.0.0.1:{port}", retries=0, timeout_s=1)
+        result = only_result(tick(db_path, pair, budget_s=5))
+    assert (result["status"], result["cause"]) == ("up", None) and rollup(conn, monitor) == (1, 0)
 
 
 def test_an_https_monitor_with_expires_within_is_down_only_when_its_certificate_is_too_close(

@@ -26,7 +26,7 @@ from monitor_tick.probes.guard import AddressGuard
 from monitor_tick.probes.request import USER_AGENT
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
-from tests.servers import HOST, LoopThread, cert_expiring_in, expired_cert, refused_port, valid_cert
+from tests.servers import HOST, LocalServer, LoopThread, cert_expiring_in, expired_cert, refused_port, valid_cert
 from tests.test_probe_tcp import listening_port
 from tests.test_probe_tls import only_result, tick
 
@@ -153,6 +153,34 @@ def test_an_invalid_wss_certificate_and_plain_ws_to_a_tls_port_are_down(conn: sq
     causes = {r["name"]: r["cause"] for r in report.results_json()}
     assert causes == {"expired": "tls: certificate expired", "plain": "ws: connection closed"}
     assert seen.handshakes == []
+
+
+async def _http_1_0_page(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+    """An HTTP/1.0 server's answer to anything: a page, then the end of the connection."""
+    writer.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/html\r\n\r\n<p>hello</p>\n")
+    await writer.drain()
+    writer.close()
+
+
+def test_an_http_answer_without_an_upgrade_and_tls_to_a_plain_port_say_what_they_are(
+    conn: sqlite3.Connection, db_path: str
+) -> None:
+    with LocalServer() as old_server, ws_server() as (plain_port, _):
+        old_server.route("/", _http_1_0_page)
+        add(conn, f"ws://127.0.0.1:{old_server.port}/", name="http/1.0", retries=0)
+        # a plain WebSocket server hangs up on a TLS hello; a plain HTTP server answers it with text
+        for scheme, port in (("wss", plain_port), ("tls", plain_port), ("https", old_server.port)):
+            add(conn, f"{scheme}://127.0.0.1:{port}/", name=f"{scheme} to plain", retries=0)
+        add(conn, f"wss://127.0.0.1:{old_server.port}/", name="wss to plain http", retries=0)
+        report = tick(db_path, valid_cert())
+    causes = {r["name"]: r["cause"] for r in report.results_json()}
+    assert causes == {
+        "http/1.0": "ws: status 200 (HTTP/1.0, no upgrade)",  # an HTTP answer, which cannot upgrade
+        "wss to plain": "tls: not spoken by the server",  # as https:// and tls:// monitors say it
+        "tls to plain": "tls: not spoken by the server",
+        "https to plain": "tls: not spoken by the server",
+        "wss to plain http": "tls: not spoken by the server",
+    }
 
 
 def test_an_upgrade_slower_than_max_latency_is_down(conn: sqlite3.Connection, db_path: str) -> None:

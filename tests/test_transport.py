@@ -178,7 +178,7 @@ def test_plain_http_to_a_tls_port_and_tls_to_a_plain_port_fail_the_same_way(serv
         plain_to_tls = probe_both(monitor(tls_srv.url("/ok").replace("https://", "http://"), timeout_s=2))
     tls_to_plain = probe_both(monitor(server.url("/ok").replace("http://", "https://")))
     assert plain_to_tls[1] == plain_to_tls[0] and plain_to_tls[1].status == "down"
-    assert tls_to_plain[1] == tls_to_plain[0] and tls_to_plain[1].cause == "tls"
+    assert tls_to_plain[1] == tls_to_plain[0] and tls_to_plain[1].cause == "tls: not spoken by the server"
 
 
 def test_the_fast_path_sends_httpxs_request_line_host_and_user_agent(server: LocalServer) -> None:

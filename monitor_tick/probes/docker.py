@@ -10,8 +10,10 @@ else can reach another API path.
 Up when the container runs and, if it has a health check, is healthy; `starting` counts as up
 only within its health check's start period plus retries x interval from when it started (the
 engine's own defaults: no start period, 3 retries, 30 s). Down, with the cause, when it exited,
-was created and never started, is dead, being removed, restarting, paused, unhealthy or missing,
-and when the socket is missing or refuses (`docker: engine not running`). A socket this user may
+was created and never started, is dead, being removed, restarting, paused, unhealthy or missing
+(the cause of a health check starting too long says for how long, and the allowance), when an
+id prefix names more than one container, and when the socket is missing or refuses
+(`docker: engine not running`). A socket this user may
 not open (EACCES) is this machine's configuration, not the container's state: not recorded, said
 once an hour (base.not_here).
 """
@@ -19,6 +21,7 @@ once an hour (base.not_here).
 from __future__ import annotations
 
 import errno
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -44,6 +47,8 @@ USAGE = "docker://NAME[?host=ENGINE]"  # ENGINE: unix:///path/docker.sock or tcp
 HEALTH_INTERVAL_NS = 30 * 10**9
 HEALTH_RETRIES = 3
 NS_PER_MS = 10**6
+# how the Engine's message begins when an id prefix names more than one container
+_AMBIGUOUS = "multiple ids found with provided prefix"
 # State.Status -> the cause when the container is not running
 _NOT_RUNNING = {
     "created": "created, never started",
@@ -95,8 +100,11 @@ async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         answer = response.json()
     except ValueError:
         answer = None
-    if response.status_code == 404 and isinstance(answer, dict) and isinstance(answer.get("message"), str):
+    message = answer.get("message") if isinstance(answer, dict) else None
+    if response.status_code == 404 and isinstance(message, str):
         return ProbeResult("down", latency_ms, None, "docker: no such container")  # the Engine's own 404
+    if isinstance(message, str) and message.lower().startswith(_AMBIGUOUS):  # whatever the status
+        return ProbeResult("down", latency_ms, None, "docker: ambiguous id: more than one container matches")
     if response.status_code not in (200, 404):
         return ProbeResult("down", latency_ms, None, f"docker: the engine answered {response.status_code}")
     container = answer if response.status_code == 200 else None
@@ -135,7 +143,9 @@ def _starting_cause(container: Mapping[str, Any], now_ms: int) -> str | None:
         return "docker: health check starting, since an unknown time"
     if now_ms - started_ms <= window_ms:
         return None
-    return f"docker: health check still starting after {format_duration_s(ms_to_s(window_ms))}"
+    # the time starting rounded up, so that a moment over the allowance never reads as equal to it
+    starting = format_duration_s(math.ceil(ms_to_s(now_ms - started_ms)))
+    return f"docker: health check starting for {starting} (allowed {format_duration_s(ms_to_s(window_ms))})"
 
 
 def _failed(exc: Exception, path: str | None) -> ProbeResult:

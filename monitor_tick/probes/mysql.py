@@ -14,7 +14,8 @@ opened here, on the event loop, to the address --block-private checked, and PyMy
 TLS against the URL's name. aiomysql connects by name itself, and would verify TLS against the
 address it was given instead. PyMySQL is also the better kept of the two (aiomysql builds on
 it, pinned to its versions). Its timeouts are the deadline left, and when the deadline passes
-first, the socket is shut down, so that the thread ends with the probe.
+first, the socket is shut down, so that the thread ends with the probe. Whichever of the two
+ends a wait, the cause is `mysql: timeout`.
 """
 
 from __future__ import annotations
@@ -165,6 +166,10 @@ def cause_of_error(pymysql: ModuleType, exc: BaseException) -> str:
     """A short cause for a PyMySQL error, from its error number (never the message: it names the
     user and the address)."""
     code = exc.args[0] if exc.args and isinstance(exc.args[0], int) else None
+    if isinstance(exc.__context__, TimeoutError):
+        # PyMySQL's own socket timeout (CR_SERVER_LOST, CR_SERVER_GONE_ERROR): the deadline left,
+        # equal to the probe's, so the same fault whichever of the two ends the wait first
+        return "timeout"
     original = getattr(exc, "original_exception", None)
     if isinstance(original, OSError):  # CR_CONN_HOST_ERROR: a socket error during the login
         return database.os_cause("mysql", original).removeprefix("mysql: ")

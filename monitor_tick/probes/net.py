@@ -7,6 +7,8 @@ import errno
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import SplitResult, urlsplit
 
 from monitor_tick.core.clock import MS_PER_S, elapsed_ms, s_to_ms
@@ -19,14 +21,34 @@ if TYPE_CHECKING:
     import ssl
 
 CLOSE_WAIT_S = 1.0  # how long a polite close may take before the connection is dropped
+# A TLS handshake with a server that speaks something else there: it hung up on our hello, or
+# answered it in plain text (a plain HTTP port), which OpenSSL reads as a record of no TLS version
+NOT_TLS = "tls: not spoken by the server"
+_PLAIN_TEXT_REASONS = frozenset({"WRONG_VERSION_NUMBER", "PACKET_LENGTH_TOO_LONG"})
 # No route to the host: nothing answered, the failure is on the way (our own network, often)
 NO_ROUTE_ERRNOS = frozenset({errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.EHOSTDOWN})
+
+
+class NotTls(OSError):
+    """The peer hung up during the TLS handshake: what listens there does not speak TLS (a
+    plain port, whose server gave up on our ClientHello), not a working connection reset."""
+
+
+@contextmanager
+def tls_handshake() -> Iterator[None]:
+    """Around a TLS handshake: a connection reset or closed before it ends raises NotTls."""
+    try:
+        yield
+    except (ConnectionResetError, BrokenPipeError) as exc:
+        raise NotTls("the peer hung up during the TLS handshake") from exc
 
 
 def cause_of_os_error(exc: BaseException) -> str:
     """A short, stable cause for a socket or TLS error (never an address: it may be private)."""
     if isinstance(exc, BlockedAddress):
         return str(exc)
+    if isinstance(exc, NotTls):
+        return NOT_TLS
     ssl = sys.modules.get("ssl")  # a TLS error can be raised only once ssl is loaded
     if ssl is not None and isinstance(exc, ssl.SSLCertVerificationError):
         reason = (exc.verify_message or "").lower()
@@ -38,7 +60,7 @@ def cause_of_os_error(exc: BaseException) -> str:
             return "tls: self-signed certificate"
         return "tls: certificate not trusted"
     if ssl is not None and isinstance(exc, ssl.SSLError):
-        return "tls"
+        return NOT_TLS if getattr(exc, "reason", None) in _PLAIN_TEXT_REASONS else "tls"
     if isinstance(exc, socket.gaierror):
         return "dns"
     if isinstance(exc, ConnectionRefusedError) or getattr(exc, "errno", None) == errno.ECONNREFUSED:
@@ -102,18 +124,19 @@ def check_expires_within(monitor: Monitor) -> None:
 async def connect(
     host: str, port: int, timeout_s: float, tls: ssl.SSLContext | None = None, guard: AddressGuard | None = None
 ) -> tuple[int, dict[str, object] | None]:
-    """Open one connection (with a TLS handshake when `tls` is given) under one deadline, then
-    close it. Returns (latency_ms, the verified peer certificate or None). With `guard`, the
+    """Open one connection (with a TLS handshake when `tls` is given) and close it, both under
+    one deadline. Returns (latency_ms, the verified peer certificate or None). With `guard`, the
     name is resolved here and the address checked and connected to (guard.BlockedAddress).
     Raises TimeoutError, OSError or ssl.SSLError."""
     import asyncio
 
     start = time.perf_counter()
-    async with asyncio.timeout(timeout_s):
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    async with asyncio.timeout_at(deadline):
         _, writer = await open_stream(host, port, guard, tls, ssl_handshake_timeout=timeout_s if tls else None)
     latency_ms = elapsed_ms(start, time.perf_counter())
     cert = writer.get_extra_info("peercert") if tls else None
-    await close_stream(writer)
+    await close_stream(writer, deadline)
     return latency_ms, cert
 
 
@@ -126,23 +149,34 @@ async def open_stream(
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """A connection to host:port (TLS from the start when `tls` is given), under the caller's
     deadline. With `guard`, the name is resolved here and the address checked and connected to,
-    the name kept for TLS (guard.BlockedAddress). Raises OSError or ssl.SSLError."""
+    the name kept for TLS (guard.BlockedAddress). Raises OSError (NotTls for a peer that hangs
+    up during the TLS handshake) or ssl.SSLError."""
     import asyncio
 
     target = host if guard is None else await guard.resolve(host, port)
-    return await asyncio.open_connection(
-        target, port, ssl=tls, server_hostname=host if tls else None, ssl_handshake_timeout=ssl_handshake_timeout
-    )
+    if tls is None:
+        return await asyncio.open_connection(target, port)
+    with tls_handshake():
+        return await asyncio.open_connection(
+            target, port, ssl=tls, server_hostname=host, ssl_handshake_timeout=ssl_handshake_timeout
+        )
 
 
-async def close_stream(writer: asyncio.StreamWriter) -> None:
-    """Close a connection, waiting CLOSE_WAIT_S at most: a peer that never answers TLS
-    close_notify must not hold the probe."""
+def goodbye(deadline: float) -> asyncio.Timeout:
+    """The time a connection's goodbye may wait for its peer (an SMTP QUIT's answer, TLS
+    close_notify): CLOSE_WAIT_S at most, and never past the check's `deadline` (the loop's
+    time), which covers every step of a check. A goodbye cut short changes no result."""
     import asyncio
 
+    return asyncio.timeout_at(min(deadline, asyncio.get_running_loop().time() + CLOSE_WAIT_S))
+
+
+async def close_stream(writer: asyncio.StreamWriter, deadline: float) -> None:
+    """Close a connection within its goodbye (by the check's `deadline`, CLOSE_WAIT_S at most),
+    then drop it: a peer that never answers TLS close_notify must not hold the probe."""
     writer.close()
     try:
-        async with asyncio.timeout(CLOSE_WAIT_S):
+        async with goodbye(deadline):
             await writer.wait_closed()
     except OSError:  # TimeoutError and ssl.SSLError are OSErrors
         writer.transport.abort()

@@ -19,13 +19,14 @@ from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import latency
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
-    CLOSE_WAIT_S,
     address,
     certificate_result,
     check_address,
     check_expires_within,
     close_stream,
+    goodbye,
     open_stream,
+    tls_handshake,
     upgraded_cause,
 )
 from monitor_tick.probes.tls import DEFAULT_EXPIRES_WITHIN_SEC
@@ -54,9 +55,10 @@ async def probe_smtp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     host, port = address(monitor, DEFAULT_PORT)
     upgrade = starttls(monitor)
     start = time.perf_counter()
+    deadline = asyncio.get_running_loop().time() + monitor.timeout_s
     writer: asyncio.StreamWriter | None = None
     try:
-        async with asyncio.timeout(monitor.timeout_s):
+        async with asyncio.timeout_at(deadline):
             reader, writer = await open_stream(host, port, ctx.guard)
             code = await _reply(reader)
             if code != 220:
@@ -65,7 +67,7 @@ async def probe_smtp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
                 await _starttls(reader, writer, host, ctx.tls())
             latency_ms = elapsed_ms(start, time.perf_counter())
             cert = writer.get_extra_info("peercert") if upgrade else None
-        await _quit(reader, writer)
+        await _quit(reader, writer, deadline)
     except TimeoutError:
         return ProbeResult("down", None, None, "smtp: timeout")
     except SmtpError as exc:
@@ -74,19 +76,18 @@ async def probe_smtp(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         return ProbeResult("down", None, None, upgraded_cause("smtp", exc))
     finally:
         if writer is not None:
-            await close_stream(writer)
+            await close_stream(writer, deadline)
     if not upgrade:
         return ProbeResult("up", latency_ms)
     return certificate_result(monitor, ctx.now_ms, latency_ms, cert)
 
 
-async def _quit(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-    """Say QUIT and wait for the server's answer (221) a moment, as RFC 5321 asks: a server
-    cut off mid-reply logs a lost connection. Nothing it does here changes the result."""
-    import asyncio
-
+async def _quit(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, deadline: float) -> None:
+    """Say QUIT and wait for the server's answer (221) a moment, as RFC 5321 asks (a server
+    cut off mid-reply logs a lost connection), within the check's deadline (net.goodbye).
+    Nothing it does here changes the result."""
     try:
-        async with asyncio.timeout(CLOSE_WAIT_S):
+        async with goodbye(deadline):
             writer.write(b"QUIT\r\n")
             await reader.readline()
     except (OSError, ValueError):  # TimeoutError and ssl.SSLError too; ValueError: a line over the stream's limit
@@ -107,7 +108,8 @@ async def _starttls(
     code = await _reply(reader)
     if code != 220:
         raise SmtpError(f"STARTTLS refused ({code})")
-    await writer.start_tls(context, server_hostname=host)
+    with tls_handshake():
+        await writer.start_tls(context, server_hostname=host)
 
 
 def _ehlo_name(writer: asyncio.StreamWriter) -> str:

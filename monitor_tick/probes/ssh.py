@@ -40,10 +40,11 @@ async def probe_ssh(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
 
     host, port = address(monitor, DEFAULT_PORT)
     start = time.perf_counter()
+    deadline = asyncio.get_running_loop().time() + monitor.timeout_s
     writer: asyncio.StreamWriter | None = None
     lines: list[bytes] = []
     try:
-        async with asyncio.timeout(monitor.timeout_s):
+        async with asyncio.timeout_at(deadline):
             reader, writer = await open_stream(host, port, ctx.guard)
             await _identification(reader, lines)
             latency_ms = elapsed_ms(start, time.perf_counter())
@@ -57,7 +58,7 @@ async def probe_ssh(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         return ProbeResult("down", None, None, prefixed("ssh", cause_of_os_error(exc)))
     finally:
         if writer is not None:
-            await close_stream(writer)
+            await close_stream(writer, deadline)
     return ProbeResult("up", latency_ms)
 
 

@@ -3,11 +3,13 @@
 Up when the server switches protocols (101, with a valid Sec-WebSocket-Accept) within the
 deadline and then completes the closing handshake the probe starts (close code 1000 back, within
 a second). A server that answers the upgrade with another status is down with it (`ws: status
-403`; a redirect is not followed, as Uptime Kuma's check does not follow one either); one that
+403`; a redirect is not followed, as Uptime Kuma's check does not follow one either), and so is
+an HTTP/1.0 server, which cannot upgrade (`ws: status 200 (HTTP/1.0, no upgrade)`); one that
 closes with another code, or drops the connection without a close frame, is down too. wss://
 is verified like an HTTPS request, and with --expires-within its certificate is judged as an
-https:// monitor's is. The latency is the opening handshake's. A user and password in the URL
-are sent as basic auth, and, like the query, never printed.
+https:// monitor's is; a port without TLS is `tls: not spoken by the server`, as for https://
+and tls://. The latency is the opening handshake's. A user and password in the URL are sent as basic auth, and, like the
+query, never printed.
 
 The protocol is the `websockets` library's (the `ws` extra): framing, the accept key and the
 closing handshake, from a maintained library with no dependencies of its own. It is imported
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import re
 import time
 from urllib.parse import urlsplit
 
@@ -31,6 +34,7 @@ from monitor_tick.probes.net import (
     cert_expires_at_ms,
     check_expires_within,
     expiry_cause,
+    tls_handshake,
     upgraded_cause,
 )
 from monitor_tick.probes.request import USER_AGENT
@@ -42,6 +46,8 @@ if TYPE_CHECKING:
 EXTRA = "monitor-tick[ws]"
 NORMAL_CLOSURE = 1000
 ABNORMAL_CLOSURE = 1006  # no close frame came (RFC 6455 7.1.5)
+# websockets' words for a status line of another HTTP version: "... expected HTTP/1.1: HTTP/1.0 200 OK"
+_OLDER_HTTP = re.compile(r"expected HTTP/1\.1: HTTP/([0-9](?:\.[0-9])?) ([1-5][0-9][0-9])\b")
 
 
 async def probe_ws(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
@@ -79,9 +85,8 @@ async def probe_ws(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         return ProbeResult("down", None, None, "ws: timeout")
     except errors.InvalidStatus as exc:
         return ProbeResult("down", None, None, f"ws: status {exc.response.status_code}")
-    except errors.InvalidMessage as exc:  # no HTTP answer: closed, or something else speaks there
-        closed = isinstance(exc.__cause__, EOFError | ConnectionError)
-        return ProbeResult("down", None, None, "ws: connection closed" if closed else "ws: not an HTTP answer")
+    except errors.InvalidMessage as exc:  # no HTTP/1.1 answer: closed, an older HTTP, or another protocol
+        return ProbeResult("down", None, None, _unanswered_cause(exc))
     except errors.InvalidHandshake as exc:
         return ProbeResult("down", None, None, f"ws: bad handshake ({type(exc).__name__})")
     except OSError as exc:  # ssl.SSLError too
@@ -94,6 +99,18 @@ async def probe_ws(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     expiry = expiry_cause(monitor, ctx.now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None
     cause = failed_conditions(closing, expiry)
     return ProbeResult("down" if cause else "up", latency_ms, None, cause, expires_at_ms)
+
+
+def _unanswered_cause(exc: BaseException) -> str:
+    """Why the opening handshake got no HTTP/1.1 answer (websockets' InvalidMessage): the
+    connection closed, an HTTP/1.0 server answered (which cannot upgrade: it answers with its
+    status, as a refusal), or something else speaks there."""
+    if isinstance(exc.__cause__, EOFError | ConnectionError):
+        return "ws: connection closed"
+    older = _OLDER_HTTP.search(str(exc.__cause__))
+    if older is not None:
+        return f"ws: status {older[2]} (HTTP/{older[1]}, no upgrade)"
+    return "ws: not an HTTP answer"
 
 
 def _closing_cause(code: int | None) -> str | None:
@@ -149,5 +166,13 @@ def _websockets() -> tuple[Any, Any]:
     class Connect(websockets.asyncio.client.connect):
         def process_redirect(self, exc: Exception) -> Exception | str:
             return exc  # a redirect is the server's answer, as any status other than 101
+
+        async def open_tcp_connection(self) -> Any:
+            """The connection, and for wss:// its TLS handshake (net.NotTls when the peer hangs
+            up during it: a plain port)."""
+            if not self.ws_uri.secure:
+                return await super().open_tcp_connection()
+            with tls_handshake():
+                return await super().open_tcp_connection()
 
     return Connect, websockets.exceptions

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes import PROBES, ProbeContext, resolved
-from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.probes.guard import AddressGuard, is_refusal
 from monitor_tick.probes.request import USER_AGENT, Contexts, hide_values, ssl_context
 
 # what both fan-outs share (run/probing.py), named here too
@@ -127,7 +127,8 @@ class Clients(Contexts):
 async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
     """Probe; on `down`, pause and try again up to monitor.retries times. All attempts share
     the monitor's one deadline (timeout_s): a probe that timed out is not retried, and no
-    probe outlives its deadline, however many retries it has. The probe gets the monitor with
+    probe outlives its deadline, however many retries it has. A --block-private refusal is
+    final: nothing was probed, and the next attempt would be refused alike. The probe gets the monitor with
     its URL's ${ENV_VAR} references resolved (the tick set aside those it cannot resolve), and
     its cause never holds their values."""
     probe = PROBES[monitor.kind].probe
@@ -137,7 +138,7 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
     result = await probe(sent, ctx)
     handed_at_ms = result.handed_at_ms
     for _ in range(monitor.retries):
-        if result.status != "down":
+        if result.status != "down" or is_refusal(result.cause):
             break
         left_s = deadline - loop.time() - retry_delay_s
         if left_s < MIN_ATTEMPT_S:

@@ -13,6 +13,8 @@ import pytest
 
 from monitor_tick import store
 from monitor_tick.core import schedule
+from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.receivers import JsonReceiver
 from tests.servers import LocalServer
@@ -69,3 +71,30 @@ def test_a_problem_seen_at_every_due_minute_is_said_once_an_hour(period_min: int
         ]
         # said in exactly one due minute of each hour: any period_min minutes in a row hold one
         assert said == [MINUTE // 60 + hour for hour in range(24)], (monitor_id, said)
+
+
+class CountingGuard(AddressGuard):
+    """The real guard, counting the lookups it judges: one a probe attempt."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = 0
+
+    async def resolve(self, host: str, port: int) -> str:
+        self.asked += 1
+        return await super().resolve(host, port)
+
+
+@pytest.mark.parametrize("scheme", ["http", "tcp"])
+def test_a_refusal_is_final_for_the_tick_and_never_waits_out_a_retry(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer, scheme: str
+) -> None:
+    url = local_server.url("/ok") if scheme == "http" else f"tcp://127.0.0.1:{local_server.port}"
+    monitor = add(conn, url, retries=2, timeout_s=20)
+    guard = CountingGuard()
+    report = run_tick(TickOptions(db_path, retry_delay_s=1, guard=guard))
+    cause = "blocked: 127.0.0.1 is not a public address"
+    cause = cause if scheme == "http" else f"tcp: {cause}"
+    assert (report.refused, report.results) == ([(monitor, f"refused by --block-private: {cause}")], [])
+    assert guard.asked == 1  # nothing was probed, so nothing is tried again
+    assert local_server.hits.total == 0
