@@ -1,4 +1,4 @@
--- monitor-tick schema, version 17 (PRAGMA user_version = 17; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 18 (PRAGMA user_version = 17; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -371,6 +371,8 @@ CREATE TABLE claims (
     finished_at_ms INTEGER,
     -- checks recorded for the bucket's monitors
     checks         INTEGER,
+    -- the host whose claim this run took over (its lease ran out unfinished: step 18), else NULL
+    taken_from     TEXT,
     PRIMARY KEY (minute, bucket)
 ) STRICT, WITHOUT ROWID;
 
@@ -408,7 +410,9 @@ CREATE TABLE fleet_hosts (
     last_minute  INTEGER NOT NULL,
     -- when it last ticked, by the database server's clock (on SQLite, the tick's own)
     seen_at_ms   INTEGER NOT NULL,
-    network_lost INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
+    network_lost INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1)),
+    -- the newest minute whose tick judged its network, network_lost's minute (step 18)
+    canary_minute INTEGER
 ) STRICT, WITHOUT ROWID;
 
 -- The work split of monitors with locations: a location's hosts claim (minute, location,
@@ -423,6 +427,10 @@ CREATE TABLE location_claims (
     claimed_at_ms  INTEGER NOT NULL,
     lease_until_ms INTEGER NOT NULL,
     finished_at_ms INTEGER,
+    -- checks recorded for the bucket's monitors, and the host whose claim this run took over
+    -- (as in `claims`; step 18)
+    checks         INTEGER,
+    taken_from     TEXT,
     PRIMARY KEY (minute, location, bucket)
 ) STRICT, WITHOUT ROWID;
 
@@ -436,6 +444,8 @@ CREATE TABLE location_checks (
     up          INTEGER CHECK (up IN (0, 1)),
     cause       TEXT,
     latency_ms  INTEGER,
+    -- the HTTP status the location got, if any (its alert gives it: step 18)
+    http_status INTEGER,
     PRIMARY KEY (monitor_id, minute, location)
 ) STRICT, WITHOUT ROWID;
 

@@ -1,4 +1,4 @@
--- monitor-tick schema for PostgreSQL, version 17 (schema_version.version; store.SCHEMA_VERSION).
+-- monitor-tick schema for PostgreSQL, version 18 (schema_version.version; store.SCHEMA_VERSION).
 --
 -- The same tables, columns, constraints and indexes as schema.sql (the SQLite DDL, the
 -- contract; a test holds the two together), in PostgreSQL's types: every integer is BIGINT
@@ -355,6 +355,8 @@ CREATE TABLE claims (
     finished_at_ms BIGINT,
     -- checks recorded for the bucket's monitors
     checks         BIGINT,
+    -- the host whose claim this run took over (its lease ran out unfinished: step 18), else NULL
+    taken_from     TEXT,
     PRIMARY KEY (minute, bucket)
 );
 
@@ -380,7 +382,9 @@ CREATE TABLE fleet_hosts (
     location     TEXT   NOT NULL,
     last_minute  BIGINT NOT NULL,
     seen_at_ms   BIGINT NOT NULL,
-    network_lost BIGINT NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
+    network_lost BIGINT NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1)),
+    -- the newest minute whose tick judged its network, network_lost's minute (step 18)
+    canary_minute BIGINT
 );
 
 CREATE TABLE location_claims (
@@ -392,6 +396,10 @@ CREATE TABLE location_claims (
     claimed_at_ms  BIGINT NOT NULL,
     lease_until_ms BIGINT NOT NULL,
     finished_at_ms BIGINT,
+    -- checks recorded for the bucket's monitors, and the host whose claim this run took over
+    -- (as in `claims`; step 18)
+    checks         BIGINT,
+    taken_from     TEXT,
     PRIMARY KEY (minute, location, bucket)
 );
 
@@ -402,6 +410,8 @@ CREATE TABLE location_checks (
     up          BIGINT CHECK (up IN (0, 1)),
     cause       TEXT,
     latency_ms  BIGINT,
+    -- the HTTP status the location got, if any (its alert gives it: step 18)
+    http_status BIGINT,
     PRIMARY KEY (monitor_id, minute, location)
 );
 
