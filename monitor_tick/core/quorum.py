@@ -77,6 +77,14 @@ class Check(NamedTuple):
 
     up: bool | None
     cause: str | None = None
+    http_status: int | None = None  # the answer's status, when it got one
+
+
+def status_of(checks: Mapping[str, Check]) -> int | None:
+    """The HTTP status an alert gives for a minute's `checks`: the one most of the locations that
+    saw it down got (of equals, the first location's by name), None when none of them got one."""
+    statuses = [c.http_status for _, c in sorted(checks.items()) if c.up is False and c.http_status is not None]
+    return max(statuses, key=statuses.count, default=None)
 
 
 class Decision(NamedTuple):

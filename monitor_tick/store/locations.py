@@ -161,9 +161,10 @@ def write_checks(
             cause = None if result is None else result.cause
             # a location's check of a minute is recorded once: a rerun decides only one it could not
             inserted = conn.execute(
-                "INSERT INTO location_checks (monitor_id, minute, location, up, cause, latency_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (monitor_id, minute, location) DO UPDATE SET "
-                "up = excluded.up, cause = excluded.cause, latency_ms = excluded.latency_ms "
+                "INSERT INTO location_checks (monitor_id, minute, location, up, cause, latency_ms, http_status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (monitor_id, minute, location) DO UPDATE SET "
+                "up = excluded.up, cause = excluded.cause, latency_ms = excluded.latency_ms, "
+                "http_status = excluded.http_status "
                 "WHERE location_checks.up IS NULL AND excluded.up IS NOT NULL",
                 (
                     monitor,
@@ -172,6 +173,7 @@ def write_checks(
                     is_up if decided else None,
                     cause,
                     result.latency_ms if result is not None and is_up else None,
+                    None if result is None else result.http_status,
                 ),
             ).rowcount
             if not inserted:
@@ -282,9 +284,10 @@ def _decide(
         return
     names = quorum.names_of(stored, ticked_locations(conn, server_now_ms))
     checks = {
-        str(loc): quorum.Check(None if up is None else bool(up), cause)
-        for loc, up, cause in conn.execute(
-            "SELECT location, up, cause FROM location_checks WHERE monitor_id = ? AND minute = ?", (monitor, minute)
+        str(loc): quorum.Check(None if up is None else bool(up), cause, status)
+        for loc, up, cause, status in conn.execute(
+            "SELECT location, up, cause, http_status FROM location_checks WHERE monitor_id = ? AND minute = ?",
+            (monitor, minute),
         )
     }
     expected = {
@@ -303,7 +306,7 @@ def _decide(
             )
         ]
         _count(conn, monitor, decision, at_ms, latencies)
-        _step(conn, monitor, decision, settings, notify_partial, at_ms, changes)
+        _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, at_ms, changes)
     conn.execute(
         "UPDATE quorum_minutes SET verdict = coalesce(verdict, ?), closed = ? WHERE monitor_id = ? AND minute = ?",
         (decision.verdict, closed, monitor, minute),
@@ -334,12 +337,14 @@ def _step(
     conn: Connection,
     monitor: int,
     decision: quorum.Decision,
+    status: int | None,
     settings: AlertSettings,
     notify_partial: bool,
     at_ms: int,
     changes: tuple[list[int], list[int], list[int]],
 ) -> None:
-    """What a verdict does to the monitor's open incident ('down') or partial episode."""
+    """What a verdict does to the monitor's open incident ('down') or partial episode (`status`:
+    the HTTP status its alert gives, quorum.status_of)."""
     opened, resolved, confirmed = changes
     found = conn.execute(
         "SELECT id, state, down_checks, up_checks, kind FROM incidents WHERE monitor_id = ? AND resolved_at_ms IS NULL",
@@ -350,16 +355,16 @@ def _step(
     if decision.verdict == quorum.DOWN:
         if episode is not None:  # the partial episode ends where the outage begins
             conn.execute("UPDATE incidents SET resolved_at_ms = ? WHERE id = ?", (at_ms, episode))
-        result = CheckResult(monitor, "down", cause=decision.text)
+        result = CheckResult(monitor, "down", cause=decision.text, http_status=status)
         change = _apply_incident_step(conn, result, outage, settings, at_ms)
         if change is not None and change.transition is Transition.OPEN:
             opened.append(monitor)
         if change is not None and change.confirms:
             confirmed.append(monitor)
-            # the alert names the places as they are when it is sent
+            # the alert names the places, and gives the status, as they are when it is sent
             conn.execute(
-                "UPDATE incidents SET cause = ? WHERE monitor_id = ? AND resolved_at_ms IS NULL",
-                (decision.text, monitor),
+                "UPDATE incidents SET cause = ?, http_status = ? WHERE monitor_id = ? AND resolved_at_ms IS NULL",
+                (decision.text, status, monitor),
             )
         return
     if outage is not None:
@@ -371,7 +376,7 @@ def _step(
         if episode is not None:
             conn.execute("UPDATE incidents SET resolved_at_ms = ? WHERE id = ?", (at_ms, episode))
         return
-    _partial(conn, monitor, episode, decision.text, settings, notify_partial, at_ms)
+    _partial(conn, monitor, episode, decision.text, status, settings, notify_partial, at_ms)
 
 
 def _partial(
@@ -379,6 +384,7 @@ def _partial(
     monitor: int,
     episode: int | None,
     text: str,
+    status: int | None,
     settings: AlertSettings,
     notify_partial: bool,
     at_ms: int,
@@ -389,15 +395,18 @@ def _partial(
         episode = int(
             one(
                 conn,
-                "INSERT INTO incidents (monitor_id, started_at_ms, cause, state, down_checks, up_checks, kind) "
-                "VALUES (?, ?, ?, ?, 1, 0, 'partial') RETURNING id",
-                (monitor, at_ms, text, SUSPECTED),
+                "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status, state, down_checks, "
+                "up_checks, kind) VALUES (?, ?, ?, ?, ?, 1, 0, 'partial') RETURNING id",
+                (monitor, at_ms, text, status, SUSPECTED),
             )
         )
         downs = 1
     else:
         downs = int(one(conn, "SELECT down_checks FROM incidents WHERE id = ?", (episode,))) + 1
-        conn.execute("UPDATE incidents SET down_checks = ?, cause = ? WHERE id = ?", (downs, text, episode))
+        conn.execute(
+            "UPDATE incidents SET down_checks = ?, cause = ?, http_status = ? WHERE id = ?",
+            (downs, text, status, episode),
+        )
     if downs >= settings.alert_after_checks:
         confirmed_now = conn.execute(
             "UPDATE incidents SET state = ?, confirmed_at_ms = ? WHERE id = ? AND state = ?",

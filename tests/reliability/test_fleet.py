@@ -70,13 +70,14 @@ def claimed_by(url: str, name: str, *, unfinished: bool = False) -> set[int]:
     return {int(row[0]) for row in rows}
 
 
-def wait_for_leases_to_expire(url: str) -> None:
-    """Until PostgreSQL's clock (the one that judges leases) is past every lease held."""
+def wait_for_leases_to_expire(url: str, table: str = "claims") -> None:
+    """Until PostgreSQL's clock (the one that judges leases) is past every lease held (in `table`:
+    claims, or location_claims)."""
     conn = store.open_db(url)
     try:
         deadline = time.monotonic() + 30
         while conn.execute(
-            "SELECT count(*) FROM claims WHERE finished_at_ms IS NULL "
+            f"SELECT count(*) FROM {table} WHERE finished_at_ms IS NULL "
             "AND lease_until_ms >= CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
         ).fetchone()[0]:
             assert time.monotonic() < deadline, "a lease never expired"

@@ -1,0 +1,110 @@
+"""What a fleet with locations tells its people, through the installed `monitor-tick` command on
+a real PostgreSQL: the alert's HTTP status, a decided alert sent in its own minute whoever holds
+the channel, `show`'s partial deliveries, `hosts` counting the locations' shares, `locations`'
+canary column, and the place settings refused or warned about. Each host is a `monitor-tick`
+process whose clock is moved with the clock module's test offset (tests/reliability/test_fleet.py)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from monitor_tick import store
+from monitor_tick.core import clock
+from tests.commands import run_at
+from tests.postgres import Server
+from tests.receivers import JsonReceiver
+from tests.reliability.test_fleet import finish, host
+from tests.servers import LocalServer, current_request, send_response
+
+MINUTE = 29_934_720  # 2026-12-01T00:00Z
+FAST = ["--budget", "3s", "--lease", "5s", "--retry-delay", "0"]
+
+
+def tick(url: str, name: str, minute: int, *, skew_s: float = 0) -> subprocess.Popen[str]:
+    """Host `name` ('eu-1': of location eu) starts its tick of `minute`."""
+    return host(url, name, minute, skew_s=skew_s, settings=[*FAST, "--location", name.split("-")[0]])
+
+
+def ticked(url: str, name: str, minute: int, *, skew_s: float = 0) -> None:
+    code, out, err = finish(tick(url, name, minute, skew_s=skew_s))
+    assert code == 0 and out == "" and err == "", (name, minute, err)
+
+
+def cli(url: str, minute: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """A command run with the clock 5 s into `minute`."""
+    return run_at(url, clock.minute_start_ms(minute) + 5_000, *args)
+
+
+def ok(url: str, minute: int, *args: str) -> str:
+    done = cli(url, minute, *args)
+    assert done.returncode == 0, (args, done.stderr)
+    return done.stdout
+
+
+def add(url: str, target: str, name: str, *options: str) -> None:
+    """`add` a monitor checked every minute, within the hosts' --budget."""
+    ok(url, MINUTE - 1, "add", target, "--name", name, "--every", "1m", "--timeout", "2s", *options)
+
+
+def fleet(pg_server: Server, names: tuple[str, ...]) -> str:
+    """A new database that the hosts `names` have each ticked once (the minute before MINUTE)."""
+    url = pg_server.fresh_database()
+    for name in names:
+        ticked(url, name, MINUTE - 1)
+    return url
+
+
+def by_location(server: LocalServer) -> None:
+    """/place/LOC=NNN: status NNN for requests from location LOC (its User-Agent names it), else 200."""
+
+    async def handler(reader: object, writer: object, path: str, method: str) -> None:
+        where, status = path.removeprefix("/place/").split("=")
+        agent = current_request.get().headers.get("user-agent", "")
+        await send_response(writer, int(status) if agent.endswith(f"(location {where})") else 200)  # type: ignore[arg-type]
+
+    server.route("/place/", handler)
+
+
+def test_an_alert_of_a_monitor_with_locations_gives_the_status_its_places_got(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("a-1", "b-1", "c-1"))
+    site = local_server.url("/status/503")
+    add(url, site, "site", "--locations", "a,b,c", "--alert-after", "1")
+    with JsonReceiver() as receiver:
+        ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
+        for name in ("a-1", "b-1", "c-1"):
+            ticked(url, name, MINUTE)
+        assert receiver.titles() == ["DOWN: site"]
+        assert "\nHTTP status: 503\n" in receiver.messages[0]["message"], receiver.messages[0]["message"]
+
+
+def test_places_that_got_different_statuses_give_the_one_most_of_them_got(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("a-1", "b-1", "c-1"))
+
+    async def handler(reader: object, writer: object, path: str, method: str) -> None:
+        agent = current_request.get().headers.get("user-agent", "")
+        await send_response(writer, 502 if agent.endswith("(location c)") else 503)  # type: ignore[arg-type]
+
+    local_server.route("/mixed", handler)
+    add(url, local_server.url("/mixed"), "site", "--locations", "all")
+    for minute in (MINUTE, MINUTE + 1):
+        for name in ("c-1", "a-1", "b-1"):  # c, whose 502 is alone, first
+            ticked(url, name, minute)
+    shown = json.loads(ok(url, MINUTE + 2, "show", "site", "--json"))
+    assert [(i["kind"], i["http_status"]) for i in shown["incidents"]] == [("down", 503)]
+
+
+def held_unfinished(url: str, name: str) -> int:
+    """How many location buckets host `name` holds unfinished."""
+    conn = store.open_db(url)
+    try:
+        found = conn.execute(
+            "SELECT count(*) FROM location_claims WHERE host = ? AND finished_at_ms IS NULL", (name,)
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    return int(found)
