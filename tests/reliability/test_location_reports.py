@@ -98,6 +98,33 @@ def test_places_that_got_different_statuses_give_the_one_most_of_them_got(
     assert [(i["kind"], i["http_status"]) for i in shown["incidents"]] == [("down", 503)]
 
 
+def test_a_partial_decided_while_another_host_sends_to_its_channel_goes_out_in_its_minute(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    by_location(local_server)
+    url = fleet(pg_server, ("a-1", "c-1"))
+    # another monitor's DOWN, sent by a-1 to a slow channel; meanwhile c-1 decides the PARTIAL
+    add(url, local_server.url("/status/500"), "other", "--alert-after", "1")
+    add(url, local_server.url("/place/c=503"), "slow", "--locations", "a,c", "--notify-partial", "--alert-after", "1")
+    with JsonReceiver() as receiver:
+        ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
+        receiver.hold()
+        sending = tick(url, "a-1", MINUTE)  # the fleet's share (other) and a's (slow: up from a)
+        try:
+            assert receiver.wait_for_posts(1)  # a-1 is sending other's DOWN
+            # c-1's clock reads the minute 10 s later than a-1's: it decides slow's PARTIAL
+            ticked(url, "c-1", MINUTE, skew_s=10)
+        finally:
+            receiver.release()
+        code, _, err = finish(sending)
+        assert code == 0 and err == "", err
+        assert receiver.titles() == ["DOWN: other", "PARTIAL: slow"]
+    shown = ok(url, MINUTE + 1, "show", "slow")
+    assert " partial  channel 1 " in shown and " down     channel 1 " not in shown, shown
+    deliveries = json.loads(ok(url, MINUTE + 1, "show", "slow", "--json"))["deliveries"]
+    assert [(d["kind"], d["state"]) for d in deliveries] == [("partial", "sent")]
+
+
 def held_unfinished(url: str, name: str) -> int:
     """How many location buckets host `name` holds unfinished."""
     conn = store.open_db(url)
