@@ -10,6 +10,7 @@ Monitors without locations never come here: they keep the fleet-wide claims of l
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from monitor_tick.core import quorum
@@ -187,10 +188,14 @@ def write_checks(
             latency = result.latency_ms if is_up and result is not None else None
             if single_location(places[monitor][0]) is None:  # one location's figures are its verdicts'
                 _count_here(conn, monitor, hour_start_ms(at_ms), buckets.location, is_up, latency or 0)
+        per_bucket = Counter(monitor % LOCATION_BUCKETS for monitor in written)
         conn.executemany(
-            "UPDATE location_claims SET finished_at_ms = ? "
+            "UPDATE location_claims SET finished_at_ms = ?, checks = ? "
             "WHERE minute = ? AND location = ? AND bucket = ? AND token = ?",
-            [(finished_at_ms, minute, buckets.location, bucket, buckets.token) for bucket in sorted(held)],
+            [
+                (finished_at_ms, per_bucket[bucket], minute, buckets.location, bucket, buckets.token)
+                for bucket in sorted(held)
+            ],
         )
         server_now = one(conn, sql(conn, "location_now"), {"now_ms": at_ms})
         opened: list[int] = []

@@ -29,7 +29,9 @@ INSERT INTO location_claims (minute, location, bucket, host, token, claimed_at_m
 SELECT :minute, :location, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
  WHERE free.n <= CASE WHEN :all = 1 THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
 ON CONFLICT (minute, location, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
-  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms, finished_at_ms = NULL
+  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms, finished_at_ms = NULL,
+  taken_from = CASE WHEN location_claims.finished_at_ms IS NULL AND location_claims.host <> excluded.host
+                    THEN location_claims.host END
  WHERE :force = 1 OR (location_claims.finished_at_ms IS NULL AND location_claims.lease_until_ms <= {now})
 RETURNING bucket
 """

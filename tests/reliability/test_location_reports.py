@@ -7,6 +7,7 @@ process whose clock is moved with the clock module's test offset (tests/reliabil
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 
 from monitor_tick import store
@@ -14,7 +15,7 @@ from monitor_tick.core import clock
 from tests.commands import run_at
 from tests.postgres import Server
 from tests.receivers import JsonReceiver
-from tests.reliability.test_fleet import finish, host
+from tests.reliability.test_fleet import finish, host, wait_for_leases_to_expire
 from tests.servers import LocalServer, current_request, send_response
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
@@ -123,6 +124,40 @@ def test_a_partial_decided_while_another_host_sends_to_its_channel_goes_out_in_i
     assert " partial  channel 1 " in shown and " down     channel 1 " not in shown, shown
     deliveries = json.loads(ok(url, MINUTE + 1, "show", "slow", "--json"))["deliveries"]
     assert [(d["kind"], d["state"]) for d in deliveries] == [("partial", "sent")]
+
+
+def test_hosts_counts_the_shares_of_locations_and_a_killed_host_s_takeover(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("eu-1", "eu-2", "us-1"))
+    add(url, local_server.url("/ok/free"), "free")
+    for n in range(16):  # one monitor in each of a location's 16 buckets
+        add(url, local_server.url(f"/slow/400?m={n}"), f"m{n}", "--locations", "eu,us")
+    ticked(url, "us-1", MINUTE)  # the fleet's share and us's
+    doomed = tick(url, "eu-1", MINUTE)
+    assert local_server.hits.wait_for("/slow/400", count=18, timeout=30)  # eu-1 is probing eu's share
+    doomed.send_signal(signal.SIGKILL)
+    assert finish(doomed)[0] == -signal.SIGKILL
+    held = held_unfinished(url, "eu-1")
+    assert held  # eu-1 died holding eu's buckets
+    wait_for_leases_to_expire(url, "location_claims")
+    ticked(url, "eu-2", MINUTE, skew_s=3)  # takes them over
+    rows = json.loads(ok(url, MINUTE + 5, "hosts", "--json"))
+    shares = {(r["host"], r["location"]): r for r in rows if r["minute"] == MINUTE}
+    assert set(shares) == {("us-1", None), ("us-1", "us"), ("eu-1", "eu"), ("eu-2", "eu")}
+    assert shares[("us-1", None)]["buckets"] == store.BUCKETS  # the fleet's 64 buckets: us-1 ran them
+    assert shares[("us-1", "us")]["buckets"] == 16 and shares[("us-1", "us")]["checks"] == 16
+    eu_1, eu_2 = shares[("eu-1", "eu")], shares[("eu-2", "eu")]
+    assert eu_1["unfinished"] == held and eu_2["unfinished"] == 0
+    assert eu_2["took_over"] == held and eu_1["took_over"] == 0
+    assert eu_1["buckets"] + eu_2["buckets"] == 16 + held  # the buckets taken over were claimed twice
+    assert eu_1["checks"] + eu_2["checks"] == 16  # and each of eu's checks recorded once
+    table = ok(url, MINUTE + 5, "hosts").splitlines()
+    heading = ["MINUTE", "(UTC)", "HOST", "SHARE", "BUCKETS", "UNFINISHED", "TOOK", "OVER", "CHECKS", "SECONDS"]
+    assert table[0].split() == heading
+    listed = [line.split()[3:8] for line in table[1:]]
+    assert ["eu-1", "location", "eu", str(eu_1["buckets"]), str(held)] in listed, table
+    assert ["us-1", "fleet", "64", "0", "0"] in listed, table
 
 
 def held_unfinished(url: str, name: str) -> int:
