@@ -193,9 +193,9 @@ def hosts(
 @app.command()
 def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """The places hosts probe from (their tick's --location; 'default' without it): each
-    location's hosts, the newest minute each ticked and what its network canary said (a host
-    whose canary failed sets aside only its own network-level failures). On SQLite there is one
-    host, so one location."""
+    location's hosts, the newest minute each ticked and what its network canary said, in which
+    minute ('none': the host has no canary; a host whose canary failed sets aside only its own
+    network-level failures). On SQLite there is one host, so one location."""
     found = read(db_path(ctx, db), store.locations.list_locations)
     rows = [
         {
@@ -206,7 +206,8 @@ def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = Fal
                     "host": h["host"],
                     "last_minute": h["last_minute"],
                     "last_tick": clock.iso_from_ms(clock.minute_start_ms(h["last_minute"])),
-                    "canary": "network lost" if h["network_lost"] else "ok",
+                    "canary": _canary(h),
+                    "canary_minute": h["canary_minute"] if h["has_canary"] else None,
                 }
                 for h in place.hosts
             ],
@@ -225,4 +226,17 @@ def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = Fal
     for r in rows:
         for h in r["hosts"]:
             last = clock.display_from_ms(clock.minute_start_ms(h["last_minute"]))
-            typer.echo(line(r["location"], shown_name(h["host"]), last, h["canary"]).rstrip())
+            canary = h["canary"]
+            if h["canary_minute"] is not None:  # when it said so: a host whose ticks fail says it no more
+                canary += f" at {clock.display_from_ms(clock.minute_start_ms(h['canary_minute']))}"
+            typer.echo(line(r["location"], shown_name(h["host"]), last, canary).rstrip())
+
+
+def _canary(host: dict[str, Any]) -> str:
+    """What a host's network canary said, as `locations` gives it: none (the host has no canary:
+    nothing is ever set aside), not asked yet (no tick of it had checks), ok or network lost."""
+    if not host["has_canary"]:
+        return "none"
+    if host["canary_minute"] is None:
+        return "not asked yet"
+    return "network lost" if host["network_lost"] else "ok"

@@ -19,7 +19,7 @@ from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Open, Transition
 from monitor_tick.core.model import AlertSettings, CheckResult
 from monitor_tick.core.records import NamedTuple
 from monitor_tick.store.db import dicts, one, write_tx
-from monitor_tick.store.deliveries import record_event
+from monitor_tick.store.deliveries import CANARY_SETTING, canary_setting, record_event
 from monitor_tick.store.ledger import Claim
 from monitor_tick.store.locationsql import LOCATION_BUCKETS, parse_figures, single_location, sql
 from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
@@ -423,13 +423,22 @@ def _partial(
 
 class Location(NamedTuple):
     name: str
-    hosts: list[dict[str, Any]]  # host, last_minute, network_lost
+    hosts: list[dict[str, Any]]  # host, last_minute, network_lost, canary_minute, has_canary
 
 
 def list_locations(conn: Connection) -> list[Location]:
-    """Each location with its hosts: the newest minute each ticked and its canary state."""
+    """Each location with its hosts: the newest minute each ticked, whether it has a network
+    canary (its own or the shared one), and what its newest tick with checks found of its
+    network (network_lost) in which minute (canary_minute; None: no tick with checks yet)."""
+    canaries = {
+        str(name) for (name,) in conn.execute("SELECT name FROM settings WHERE name LIKE ?", (f"{CANARY_SETTING}%",))
+    }
     found: dict[str, list[dict[str, Any]]] = {}
-    for row in dicts(conn, "SELECT location, host, last_minute, network_lost FROM fleet_hosts ORDER BY location, host"):
+    for row in dicts(
+        conn,
+        "SELECT location, host, last_minute, network_lost, canary_minute FROM fleet_hosts ORDER BY location, host",
+    ):
+        row["has_canary"] = bool({CANARY_SETTING, canary_setting(row["host"])} & canaries)
         found.setdefault(row.pop("location"), []).append(row)
     return [Location(name, hosts) for name, hosts in found.items()]
 

@@ -170,3 +170,20 @@ def held_unfinished(url: str, name: str) -> int:
     finally:
         conn.close()
     return int(found)
+
+
+def test_locations_says_which_hosts_have_no_canary_and_when_each_canary_answered(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("eu-1", "us-1"))
+    add(url, local_server.url("/ok/site"), "site", "--locations", "all")
+    ok(url, MINUTE - 1, "notify", "canary", local_server.url("/ok/canary"), "--host", "eu-1")
+    ticked(url, "eu-1", MINUTE)
+    ticked(url, "us-1", MINUTE)
+    ticked(url, "us-1", MINUTE + 1)  # eu-1's ticks fail from here on: its canary's last word is old
+    rows = json.loads(ok(url, MINUTE + 3, "locations", "--json"))
+    canaries = {h["host"]: (h["canary"], h["canary_minute"]) for r in rows for h in r["hosts"]}
+    assert canaries == {"eu-1": ("ok", MINUTE), "us-1": ("none", None)}
+    table = ok(url, MINUTE + 3, "locations").splitlines()
+    assert table[1].split()[-5:] == ["ok", "at", "2026-12-01", "00:00", "UTC"], table
+    assert table[2].split()[-1] == "none", table
