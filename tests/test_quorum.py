@@ -100,3 +100,12 @@ def test_an_alert_gives_the_status_most_of_the_places_that_saw_it_down_got(
     checks: dict[str, Check], status: int | None
 ) -> None:
     assert quorum.status_of(checks) == status
+
+
+@pytest.mark.parametrize(("stored", "refused"), [(None, True), ("eu", False), ("all", False)])
+def test_notify_partial_needs_locations(stored: str | None, refused: bool) -> None:
+    if not refused:
+        quorum.check_places(stored, None, pinged=False, one_host=False, notify_partial=True)
+        return
+    with pytest.raises(quorum.LocationError, match="^--notify-partial needs --locations$"):
+        quorum.check_places(stored, None, pinged=False, one_host=False, notify_partial=True)

@@ -143,6 +143,9 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
     flags = {**_FLAGS, **ALERT_FLAGS, **PLACE_FLAGS}
     lines = [
         f"{flags[column]} {setting_text(column, row[column])} -> {setting_text(column, value)}"
+        if column != "quorum"
+        else f"--quorum {places.quorum_setting(row['quorum'], row['locations'])} -> "
+        f"{places.quorum_setting(value, values['locations'])}"
         for column, value in changed.items()
         if column in flags
     ]

@@ -135,10 +135,15 @@ PLACE_COLUMNS: dict[str, object] = {"locations": None, "quorum": None, "notify_p
 PLACE_FLAGS = {"locations": "--locations", "quorum": "--quorum", "notify_partial": "--notify-partial"}
 
 
-def check_places(stored: str | None, k: int | None, *, pinged: bool, one_host: bool) -> None:
+def check_places(
+    stored: str | None, k: int | None, *, pinged: bool, one_host: bool, notify_partial: bool = False
+) -> None:
     """Refuse place settings that cannot be used: locations for a heartbeat (pushed, not probed
-    from anywhere), several locations on SQLite (`one_host`), a quorum without locations or
-    above the number named."""
+    from anywhere), several locations on SQLite (`one_host`), a quorum or --notify-partial
+    without locations (a monitor checked once is never partial), a quorum above the number
+    named."""
+    if notify_partial and stored is None:
+        raise LocationError("--notify-partial needs --locations")
     if stored is not None and pinged:
         raise LocationError("--locations: a heartbeat is pushed to us, not checked from a place")
     if stored is not None and one_host and stored != ALL and "," in stored:

@@ -264,6 +264,12 @@ def ticked_locations(conn: Connection, server_now_ms: int) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+def all_locations(conn: Connection, now_ms: int) -> list[str]:
+    """The locations `--locations all` names now (ticked_locations by the server's clock; on
+    SQLite, `now_ms`)."""
+    return ticked_locations(conn, one(conn, sql(conn, "location_now"), {"now_ms": now_ms}))
+
+
 def _decide(
     conn: Connection,
     monitor: int,

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+from pathlib import Path
 
 from monitor_tick import store
 from monitor_tick.core import clock
@@ -187,3 +188,28 @@ def test_locations_says_which_hosts_have_no_canary_and_when_each_canary_answered
     table = ok(url, MINUTE + 3, "locations").splitlines()
     assert table[1].split()[-5:] == ["ok", "at", "2026-12-01", "00:00", "UTC"], table
     assert table[2].split()[-1] == "none", table
+
+
+def test_place_settings_that_cannot_be_used_are_refused_or_warned_about(pg_server: Server, tmp_path: Path) -> None:
+    url = pg_server.fresh_database()
+    site = "http://127.0.0.1:9/"
+    # no host has ticked: 'all' names no location yet, so a quorum of 5 may never be reachable
+    added = cli(url, MINUTE, "add", site, "--name", "a5", "--locations", "all", "--quorum", "5")
+    assert added.returncode == 0
+    assert added.stderr == (
+        "monitor-tick: warning: --quorum 5 is more than the 0 locations hosts ticked from in the last 7 days; "
+        "until 5 do, a minute is down only when all of them see it down\n"
+    )
+    refused = cli(url, MINUTE, "add", site, "--name", "np", "--notify-partial")
+    assert refused.returncode == 2 and refused.stderr == "monitor-tick: --notify-partial needs --locations\n"
+    assert "np" not in ok(url, MINUTE, "list")
+    edited = cli(url, MINUTE, "edit", "a5", "--notify-partial")
+    assert edited.returncode == 0
+    cleared = cli(url, MINUTE, "edit", "a5", "--locations", "")
+    assert cleared.returncode == 0, cleared.stderr  # clearing the locations clears what goes with them
+    refused = cli(url, MINUTE, "edit", "a5", "--notify-partial")
+    assert refused.returncode == 2 and refused.stderr == "monitor-tick: --notify-partial needs --locations\n"
+    ok(url, MINUTE, "edit", "a5", "--locations", "eu,us")
+    edited = cli(url, MINUTE, "edit", "a5", "--quorum", "1")
+    assert edited.returncode == 0
+    assert edited.stdout == "monitor 1 (a5): --quorum a majority (2 of 2) -> 1\n", edited.stdout
