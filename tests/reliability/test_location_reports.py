@@ -7,6 +7,7 @@ process whose clock is moved with the clock module's test offset (tests/reliabil
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -16,7 +17,7 @@ from monitor_tick.core import clock
 from tests.commands import run_at
 from tests.postgres import Server
 from tests.receivers import JsonReceiver
-from tests.reliability.test_fleet import finish, host, wait_for_leases_to_expire
+from tests.reliability.test_fleet import MONITOR_TICK, finish, host, wait_for_leases_to_expire
 from tests.servers import LocalServer, current_request, send_response
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
