@@ -7,17 +7,15 @@ process whose clock is moved with the clock module's test offset (tests/reliabil
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-from pathlib import Path
 
 from monitor_tick import store
 from monitor_tick.core import clock
 from tests.commands import run_at
 from tests.postgres import Server
 from tests.receivers import JsonReceiver
-from tests.reliability.test_fleet import MONITOR_TICK, finish, host, wait_for_leases_to_expire
+from tests.reliability.test_fleet import finish, host, wait_for_leases_to_expire
 from tests.servers import LocalServer, current_request, send_response
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
@@ -191,7 +189,7 @@ def test_locations_says_which_hosts_have_no_canary_and_when_each_canary_answered
     assert table[2].split()[-1] == "none", table
 
 
-def test_place_settings_that_cannot_be_used_are_refused_or_warned_about(pg_server: Server, tmp_path: Path) -> None:
+def test_place_settings_that_cannot_be_used_are_refused_or_warned_about(pg_server: Server) -> None:
     url = pg_server.fresh_database()
     site = "http://127.0.0.1:9/"
     # no host has ticked: 'all' names no location yet, so a quorum of 5 may never be reachable
