@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from monitor_tick.core import quorum
-from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms
+from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms, minute_start_ms
 from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Open, Transition
 from monitor_tick.core.model import AlertSettings, CheckResult
 from monitor_tick.core.records import NamedTuple
@@ -317,7 +317,11 @@ def _decide(
             )
         ]
         _count(conn, monitor, decision, at_ms, latencies)
-        _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, at_ms, changes)
+        # Stamped with the minute's own start, never the deciding host's clock (which may lag the
+        # others by seconds, or be minutes past a minute decided at its close): every host agrees
+        # on it, and it is when the checks were made.
+        stamp_ms = minute_start_ms(minute)
+        _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, stamp_ms, changes)
     conn.execute(
         "UPDATE quorum_minutes SET verdict = coalesce(verdict, ?), closed = ? WHERE monitor_id = ? AND minute = ?",
         (decision.verdict, closed, monitor, minute),

@@ -212,3 +212,21 @@ def test_place_settings_that_cannot_be_used_are_refused_or_warned_about(pg_serve
     edited = cli(url, MINUTE, "edit", "a5", "--quorum", "1")
     assert edited.returncode == 0
     assert edited.stdout == "monitor 1 (a5): --quorum a majority (2 of 2) -> 1\n", edited.stdout
+
+
+def test_an_outage_decided_by_a_host_whose_clock_lags_is_stamped_with_its_minute(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("a-1", "b-1"))
+    add(url, local_server.url("/status/503"), "site", "--locations", "a,b", "--alert-after", "1")
+    ticked(url, "b-1", MINUTE, skew_s=20)  # its clock reads 00:00:45
+    ticked(url, "a-1", MINUTE, skew_s=-20)  # 40 s behind b-1's: it writes the deciding check
+    ticked(url, "b-1", MINUTE + 1, skew_s=20)
+    ticked(url, "a-1", MINUTE + 1, skew_s=-20)
+    local_server.route("/status/503", lambda reader, writer, path, method: send_response(writer, 200))
+    ticked(url, "a-1", MINUTE + 2, skew_s=-20)
+    ticked(url, "b-1", MINUTE + 2, skew_s=20)  # decides the minute: up again
+    (incident,) = json.loads(ok(url, MINUTE + 3, "show", "site", "--json"))["incidents"]
+    # whichever host decides, its clock's reading is not the outage's time: its minute is
+    stamps = (incident["started_at_ms"], incident["confirmed_at_ms"], incident["resolved_at_ms"])
+    assert stamps == (clock.minute_start_ms(MINUTE), clock.minute_start_ms(MINUTE), clock.minute_start_ms(MINUTE + 2))
