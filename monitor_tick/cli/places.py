@@ -64,16 +64,3 @@ def place_columns(
                 err=True,
             )
     return columns
-
-
-def quorum_setting(k: int | None, stored: str | None) -> str:
-    """A monitor's --quorum as `edit` says it: the default is a majority, in numbers when its
-    locations are named ('a majority (2 of 3)'); 'none' without locations."""
-    if stored is None:
-        return "none"
-    if k is not None:
-        return str(k)
-    if stored == quorum.ALL:
-        return "a majority"
-    n = len(stored.split(","))
-    return f"a majority ({quorum.majority(n)} of {n})"
