@@ -1,4 +1,4 @@
--- monitor-tick schema, version 17 (PRAGMA user_version = 17; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 19 (PRAGMA user_version = 19; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -229,7 +229,7 @@ CREATE TABLE ticks (
     -- budget, our network lost). A --force rerun of the minute records only these and monitors
     -- added after started_at_ms, so no monitor-minute is counted twice. NULL: none (or unknown).
     unrecorded_ids TEXT,
-    -- 1: claimed by a replay (--minute), not a live tick. Only live ticks say monitor-tick was
+    -- 1 (step 18): claimed by a replay (--minute), not a live tick. Only live ticks say monitor-tick was
     -- running: catch-up counts skipped minutes from the newest live row, and the minutes before
     -- the first live row are never missed, however old a replayed minute is.
     replayed       INTEGER NOT NULL DEFAULT 0 CHECK (replayed IN (0, 1))
@@ -375,6 +375,8 @@ CREATE TABLE claims (
     finished_at_ms INTEGER,
     -- checks recorded for the bucket's monitors
     checks         INTEGER,
+    -- the host whose claim this run took over (its lease ran out unfinished: step 19), else NULL
+    taken_from     TEXT,
     PRIMARY KEY (minute, bucket)
 ) STRICT, WITHOUT ROWID;
 
@@ -412,7 +414,9 @@ CREATE TABLE fleet_hosts (
     last_minute  INTEGER NOT NULL,
     -- when it last ticked, by the database server's clock (on SQLite, the tick's own)
     seen_at_ms   INTEGER NOT NULL,
-    network_lost INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
+    network_lost INTEGER NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1)),
+    -- the newest minute whose tick judged its network, network_lost's minute (step 19)
+    canary_minute INTEGER
 ) STRICT, WITHOUT ROWID;
 
 -- The work split of monitors with locations: a location's hosts claim (minute, location,
@@ -427,6 +431,10 @@ CREATE TABLE location_claims (
     claimed_at_ms  INTEGER NOT NULL,
     lease_until_ms INTEGER NOT NULL,
     finished_at_ms INTEGER,
+    -- checks recorded for the bucket's monitors, and the host whose claim this run took over
+    -- (as in `claims`; step 19)
+    checks         INTEGER,
+    taken_from     TEXT,
     PRIMARY KEY (minute, location, bucket)
 ) STRICT, WITHOUT ROWID;
 
@@ -440,6 +448,8 @@ CREATE TABLE location_checks (
     up          INTEGER CHECK (up IN (0, 1)),
     cause       TEXT,
     latency_ms  INTEGER,
+    -- the HTTP status the location got, if any (its alert gives it: step 19)
+    http_status INTEGER,
     PRIMARY KEY (monitor_id, minute, location)
 ) STRICT, WITHOUT ROWID;
 

@@ -1,4 +1,4 @@
--- monitor-tick schema for PostgreSQL, version 17 (schema_version.version; store.SCHEMA_VERSION).
+-- monitor-tick schema for PostgreSQL, version 19 (schema_version.version; store.SCHEMA_VERSION).
 --
 -- The same tables, columns, constraints and indexes as schema.sql (the SQLite DDL, the
 -- contract; a test holds the two together), in PostgreSQL's types: every integer is BIGINT
@@ -227,7 +227,7 @@ CREATE TABLE ticks (
     -- budget, our network lost). A --force rerun of the minute records only these and monitors
     -- added after started_at_ms, so no monitor-minute is counted twice. NULL: none (or unknown).
     unrecorded_ids TEXT,
-    -- 1: claimed by a replay (--minute), not a live tick. Only live ticks say monitor-tick was
+    -- 1 (step 18): claimed by a replay (--minute), not a live tick. Only live ticks say monitor-tick was
     -- running: catch-up counts skipped minutes from the newest live row, and the minutes before
     -- the first live row are never missed, however old a replayed minute is.
     replayed       BIGINT NOT NULL DEFAULT 0 CHECK (replayed IN (0, 1))
@@ -359,6 +359,8 @@ CREATE TABLE claims (
     finished_at_ms BIGINT,
     -- checks recorded for the bucket's monitors
     checks         BIGINT,
+    -- the host whose claim this run took over (its lease ran out unfinished: step 19), else NULL
+    taken_from     TEXT,
     PRIMARY KEY (minute, bucket)
 );
 
@@ -384,7 +386,9 @@ CREATE TABLE fleet_hosts (
     location     TEXT   NOT NULL,
     last_minute  BIGINT NOT NULL,
     seen_at_ms   BIGINT NOT NULL,
-    network_lost BIGINT NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1))
+    network_lost BIGINT NOT NULL DEFAULT 0 CHECK (network_lost IN (0, 1)),
+    -- the newest minute whose tick judged its network, network_lost's minute (step 19)
+    canary_minute BIGINT
 );
 
 CREATE TABLE location_claims (
@@ -396,6 +400,10 @@ CREATE TABLE location_claims (
     claimed_at_ms  BIGINT NOT NULL,
     lease_until_ms BIGINT NOT NULL,
     finished_at_ms BIGINT,
+    -- checks recorded for the bucket's monitors, and the host whose claim this run took over
+    -- (as in `claims`; step 19)
+    checks         BIGINT,
+    taken_from     TEXT,
     PRIMARY KEY (minute, location, bucket)
 );
 
@@ -406,6 +414,8 @@ CREATE TABLE location_checks (
     up          BIGINT CHECK (up IN (0, 1)),
     cause       TEXT,
     latency_ms  BIGINT,
+    -- the HTTP status the location got, if any (its alert gives it: step 19)
+    http_status BIGINT,
     PRIMARY KEY (monitor_id, minute, location)
 );
 

@@ -581,3 +581,14 @@ def test_locations_and_a_quorum_round_trip_through_export_and_apply(pg_server: S
     file.write_text(exported.replace("quorum = 3", "quorum = 4"), encoding="utf-8")
     done = cli(second, "apply", str(file))
     assert done.returncode != 0 and "quorum 4 is more than the 3 locations named" in done.stderr
+
+
+def test_a_monitors_file_with_notify_partial_and_no_locations_is_refused(tmp_path: Path) -> None:
+    file = tmp_path / "monitors.toml"
+    file.write_text(
+        '[monitors.api]\nurl = "http://127.0.0.1:9/api"\ninterval_sec = 300\nnotify_partial = true\n', encoding="utf-8"
+    )
+    db = str(tmp_path / "m.db")
+    done = cli(db, "apply", str(file))
+    assert done.returncode == 2 and "--notify-partial needs --locations" in done.stderr, done.stderr
+    assert "notify_partial" in done.stderr and not Path(db).exists()

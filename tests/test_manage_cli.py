@@ -411,4 +411,8 @@ def test_on_sqlite_several_locations_are_refused_in_one_line_and_one_is_a_label(
     assert (
         tick.stderr == "monitor-tick: --location: location 'Home Server' is not 1-32 characters of a-z, 0-9 and '-'\n"
     )
-    assert ok(db, "edit", "a", "--locations", "") == "monitor 1 (a): --locations home -> none\n"
+    # what goes with the locations goes with them
+    cleared = "monitor 1 (a): --locations home -> none, --notify-partial yes -> no\n"
+    assert ok(db, "edit", "a", "--locations", "") == cleared
+    refused = cli(db, "edit", "a", "--notify-partial")
+    assert (refused.returncode, refused.stderr) == (2, "monitor-tick: --notify-partial needs --locations\n")

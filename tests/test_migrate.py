@@ -122,9 +122,7 @@ def test_migrate_refuses_to_put_a_fleet_of_several_locations_into_sqlite(pg_serv
         "monitor-tick: migrate: the source checks monitors from several locations; a SQLite file has one host, "
         "so one location (keep PostgreSQL, or give those monitors one location first)\n"
     )
-    assert not (tmp_path / "one.db").exists() or store.read_db(
-        str(tmp_path / "one.db"), lambda c: c.execute("SELECT count(*) FROM monitors").fetchone()[0] == 0
-    )
+    assert list(tmp_path.iterdir()) == []  # a command that fails leaves no file behind (nor its journals)
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])

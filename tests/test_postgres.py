@@ -472,10 +472,11 @@ def test_hosts_lines_each_column_up_under_its_heading(pg_server: Server, local_s
     assert shown.returncode == 0, shown.stderr
     header, *rows = shown.stdout.splitlines()
     assert [row.split()[3] for row in rows] == list(hosts)
-    ends = [header.index(heading) + len(heading) for heading in ("BUCKETS", "UNFINISHED", "CHECKS", "SECONDS")]
+    headings = ("BUCKETS", "UNFINISHED", "TOOK OVER", "CHECKS", "SECONDS")
+    ends = [header.index(heading) + len(heading) for heading in headings]
     for row, host in zip(rows, hosts, strict=True):
-        assert row.index(host) == header.index("HOST"), (header, row)
-        assert [value.end() for value in re.finditer(r"\S+", row)][-4:] == ends, (header, row)
+        assert row.index(host) == header.index("HOST") and row.index("fleet") == header.index("SHARE"), (header, row)
+        assert [value.end() for value in re.finditer(r"\S+", row)][-5:] == ends, (header, row)
 
 
 def test_the_daily_housekeeping_keeps_a_day_of_claims(pg_server: Server) -> None:

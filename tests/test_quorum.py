@@ -83,3 +83,29 @@ def test_place_settings_that_cannot_be_used_are_refused(
     with pytest.raises(quorum.LocationError) as caught:
         quorum.check_places(stored, k, pinged=pinged, one_host=one_host)
     assert str(caught.value).startswith(refused)
+
+
+@pytest.mark.parametrize(
+    ("checks", "status"),
+    [
+        ({"eu": Check(False, "status 503", 503), "us": Check(False, "status 503", 503)}, 503),
+        ({"eu": Check(False, "status 502", 502), "home": Check(False, "x", 503), "us": Check(False, "x", 503)}, 503),
+        ({"eu": Check(False, "status 502", 502), "us": Check(False, "status 503", 503)}, 502),  # equals: eu's
+        ({"eu": Check(False, "timeout"), "us": Check(False, "status 503", 503)}, 503),  # one without an answer
+        ({"eu": Check(True, None, 200), "us": Check(False, "timeout")}, None),  # only down places count
+        ({}, None),
+    ],
+)
+def test_an_alert_gives_the_status_most_of_the_places_that_saw_it_down_got(
+    checks: dict[str, Check], status: int | None
+) -> None:
+    assert quorum.status_of(checks) == status
+
+
+@pytest.mark.parametrize(("stored", "refused"), [(None, True), ("eu", False), ("all", False)])
+def test_notify_partial_needs_locations(stored: str | None, refused: bool) -> None:
+    if not refused:
+        quorum.check_places(stored, None, pinged=False, one_host=False, notify_partial=True)
+        return
+    with pytest.raises(quorum.LocationError, match="^--notify-partial needs --locations$"):
+        quorum.check_places(stored, None, pinged=False, one_host=False, notify_partial=True)

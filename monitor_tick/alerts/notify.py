@@ -8,6 +8,7 @@
       compose             per channel, oldest first; a storm of one kind -> one summary
       send                one thread per channel, one message at a time, each under a deadline
       finish_deliveries   sent / retry later with backoff / given up (one warning) / released
+      (again)             while all went out and the budget lasts: what came in meanwhile
 
 A channel whose send fails or hangs is left for this run after that message (its later
 messages are released untried, so a channel hears of its events in order). A hung send is
@@ -65,10 +66,23 @@ def deliver_pending(
     store.DatabaseError; a channel's failure is an outcome, never an exception."""
     report = DeliveryReport()
     store.add_due_reminders(conn, now_ms)
+    # Claims again once all it claimed went out: an event another host decided while this run
+    # held its channel could not be claimed there (a channel hears of its events in order), so it
+    # goes out here, in its own minute. A failure, or a message left unsent, ends the sending.
+    deadline = time.monotonic() + budget_s
+    while (left_s := deadline - time.monotonic()) > 0:
+        if not _deliver_claimed(conn, now_ms, report, send_timeout_s=min(send_timeout_s, left_s), budget_s=left_s):
+            break
+    return report
+
+
+def _deliver_claimed(conn: Any, now_ms: int, report: DeliveryReport, *, send_timeout_s: float, budget_s: float) -> bool:
+    """Claim what is due, send it and record the outcomes in `report`. Whether anything was
+    claimed and all of it went out (then more may have come meanwhile)."""
     token = secrets.token_hex(8)
     rows = store.claim_deliveries(conn, now_ms, token, now_ms + CLAIM_FOR_MS, MAX_CLAIMS)
     if not rows:
-        return report
+        return False
     by_channel: dict[int, tuple[str, list[policy.EventInfo]]] = {}
     for row in rows:
         by_channel.setdefault(row["channel_id"], (row["channel_url"], []))[1].append(_event(row))
@@ -101,7 +115,7 @@ def deliver_pending(
                     store.DeliveryOutcome(r["event_id"], channel, "retry", error, retry_at_ms) for r in covered
                 ]
     store.finish_deliveries(conn, token, now_ms, outcomes)
-    return report
+    return all(outcome.outcome == "sent" for outcome in outcomes)
 
 
 def _event(row: dict[str, Any]) -> policy.EventInfo:

@@ -4,14 +4,14 @@ database, reading durations and instants, and what `list` and `report` add to a 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NoReturn, TypeVar
 
 import typer
 
 from monitor_tick import store
 from monitor_tick.cli.options import DB_ENVVAR, DB_HELP, DEFAULT_DB
-from monitor_tick.core import clock
+from monitor_tick.core import clock, quorum
 from monitor_tick.core.model import MAX_NAME_CHARS, InvalidMonitor, check_typed_name, expiry_text, joins_emoji
 from monitor_tick.core.redact import ENV_REFERENCE, REDACTED_SETTINGS, redact_settings, redact_text
 
@@ -206,6 +206,25 @@ def setting_text(column: str, value: Any) -> str:
     if column == "max_latency_ms":
         return f"{value}ms"
     return shown_text(redact_text(str(value)))
+
+
+def change_text(column: str, before: Mapping[str, Any], after: Mapping[str, Any]) -> str:
+    """'BEFORE -> AFTER' of one of a monitor's settings (`before`, `after`: its columns), as
+    `edit` and `apply` say what they change."""
+    return f"{_shown_setting(column, before)} -> {_shown_setting(column, after)}"
+
+
+def _shown_setting(column: str, row: Mapping[str, Any]) -> str:
+    if column != "quorum" or row.get("locations") is None:
+        return setting_text(column, row.get(column))
+    # the default quorum is a majority: in numbers when the locations are named ('all' grows)
+    k, stored = row["quorum"], row["locations"]
+    if k is not None:
+        return str(k)
+    if stored == quorum.ALL:
+        return "a majority"
+    n = len(stored.split(","))
+    return f"a majority ({quorum.majority(n)} of {n})"
 
 
 # the states of a monitor that no tick probes

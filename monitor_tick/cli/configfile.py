@@ -14,7 +14,7 @@ from typing import Any
 
 from monitor_tick import store
 from monitor_tick.cli import deferred
-from monitor_tick.cli.common import setting_text
+from monitor_tick.cli.common import change_text
 from monitor_tick.cli.configread import (
     ALERT_COLUMNS,
     MONITOR_KEYS,
@@ -66,7 +66,8 @@ def _changed(current: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any]
 
 
 def _diff_text(current: dict[str, Any], changed: dict[str, Any]) -> str:
-    return ", ".join(f"{k} {setting_text(k, current.get(k))} -> {setting_text(k, v)}" for k, v in changed.items())
+    after = {**current, **changed}
+    return ", ".join(f"{k} {change_text(k, current, after)}" for k in changed)
 
 
 def _ref_actions(

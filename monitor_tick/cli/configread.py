@@ -309,9 +309,11 @@ def _places(name: str, entry: dict[str, Any], *, pinged: bool) -> dict[str, Any]
             locations = quorum.parse_locations(locations) if isinstance(locations, str) else wrong_type()
         if k is not None and (isinstance(k, bool) or not isinstance(k, int)):
             raise FileError("quorum must be a whole number", "monitors", name, "quorum")
-        quorum.check_places(locations, k, pinged=pinged, one_host=False)
+        notify_partial = entry.get("notify_partial", False)
+        quorum.check_places(locations, k, pinged=pinged, one_host=False, notify_partial=bool(notify_partial))
     except (quorum.LocationError, ValueError) as exc:
         key = "quorum" if "quorum" in str(exc) and locations is not None else "locations"
+        key = "notify_partial" if "notify-partial" in str(exc) else key
         raise FileError(str(exc).removeprefix("--locations: "), "monitors", name, key) from None
     return {"locations": locations, "quorum": k, "notify_partial": int(entry.get("notify_partial", False))}
 

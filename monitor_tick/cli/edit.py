@@ -20,11 +20,11 @@ from monitor_tick.cli import deferred, places
 from monitor_tick.cli.common import (
     ALERT_FLAGS,
     DbOption,
+    change_text,
     connect,
     db_path,
     duration_or_zero_s,
     fail,
-    setting_text,
     shown_name,
     warn_unset_references,
 )
@@ -141,11 +141,8 @@ def edit(ctx: typer.Context, monitor: str, url: str | None = None, db: str | Non
     finally:
         conn.close()
     flags = {**_FLAGS, **ALERT_FLAGS, **PLACE_FLAGS}
-    lines = [
-        f"{flags[column]} {setting_text(column, row[column])} -> {setting_text(column, value)}"
-        for column, value in changed.items()
-        if column in flags
-    ]
+    after = {**row, **values}
+    lines = [f"{flags[column]} {change_text(column, row, after)}" for column in changed if column in flags]
     if changed_owner:
         lines.append(f"--owner {row['owner'] or 'none'} -> {owner or 'none'}")
     typer.echo(f"monitor {row['id']} ({shown_name(row['name'])}): {', '.join(lines) or 'unchanged'}")

@@ -153,16 +153,18 @@ def hosts(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Who ticked which minutes (PostgreSQL, several hosts): per minute and host, the buckets
-    (of 64) it claimed, how many it never finished (it died, or lost them to another host past
-    its lease), the checks it recorded and how long it took from its first claim to its last
-    write. On SQLite, where one host runs each minute whole, there is nothing to show."""
+    """Who ticked which minutes (PostgreSQL, several hosts): per minute, host and share (the
+    fleet's 64 buckets, or the 16 of its location's monitors with --locations), the buckets it
+    claimed, how many it never finished (it died, or lost them to another host past its lease),
+    how many it took over from such a host, the checks it recorded and how long it took from its
+    first claim to its last write. On SQLite, where one host runs each minute whole, there is
+    nothing to show."""
     now_ms = clock.now_ms()
     from_minute = clock.minute_of_ms(now_ms - clock.s_to_ms(duration_s(since, "--since")))
     rows = read(db_path(ctx, db), lambda conn: store.host_minutes(conn, from_minute))
     for row in rows:
-        last = row["last_write_ms"]
-        row["duration_ms"] = None if last is None else last - row["first_claim_ms"]
+        first, last = row["first_claim_ms"], row["last_write_ms"]
+        row["duration_ms"] = None if first is None or last is None else last - first
     if as_json:
         emit_json(rows)
         return
@@ -170,13 +172,16 @@ def hosts(
         typer.echo("no claims in this window (hosts share minutes on PostgreSQL only)")
         return
     width = max(16, *(len(shown_name(r["host"])) for r in rows))
+    shares = ["fleet" if r["location"] is None else f"location {r['location']}" for r in rows]
     # one format for the heading and the rows, so that they line up ('2026-12-01 00:00 UTC')
-    line = f"{{:<{len(clock.display_from_ms(0))}}}  {{:<{width}}} {{:>7}} {{:>10}} {{:>7}} {{:>8}}".format
-    typer.echo(line("MINUTE (UTC)", "HOST", "BUCKETS", "UNFINISHED", "CHECKS", "SECONDS"))
-    for r in rows:
+    widths = f"{{:<{len(clock.display_from_ms(0))}}}  {{:<{width}}} {{:<{max(8, *map(len, shares))}}}"
+    line = f"{widths} {{:>7}} {{:>10}} {{:>9}} {{:>7}} {{:>8}}".format
+    typer.echo(line("MINUTE (UTC)", "HOST", "SHARE", "BUCKETS", "UNFINISHED", "TOOK OVER", "CHECKS", "SECONDS"))
+    for r, share in zip(rows, shares, strict=True):
         seconds = "-" if r["duration_ms"] is None else f"{r['duration_ms'] / 1000:.1f}"
         minute = clock.display_from_ms(clock.minute_start_ms(r["minute"]))
-        typer.echo(line(minute, shown_name(r["host"]), r["buckets"], r["unfinished"], r["checks"], seconds))
+        figures = (r["buckets"], r["unfinished"], r["took_over"], r["checks"], seconds)
+        typer.echo(line(minute, shown_name(r["host"]), share, *figures))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,9 +191,9 @@ def hosts(
 @app.command()
 def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """The places hosts probe from (their tick's --location; 'default' without it): each
-    location's hosts, the newest minute each ticked and what its network canary said (a host
-    whose canary failed sets aside only its own network-level failures). On SQLite there is one
-    host, so one location."""
+    location's hosts, the newest minute each ticked and what its network canary said, in which
+    minute ('none': the host has no canary; a host whose canary failed sets aside only its own
+    network-level failures). On SQLite there is one host, so one location."""
     found = read(db_path(ctx, db), store.locations.list_locations)
     rows = [
         {
@@ -199,7 +204,8 @@ def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = Fal
                     "host": h["host"],
                     "last_minute": h["last_minute"],
                     "last_tick": clock.iso_from_ms(clock.minute_start_ms(h["last_minute"])),
-                    "canary": "network lost" if h["network_lost"] else "ok",
+                    "canary": _canary(h),
+                    "canary_minute": h["canary_minute"] if h["has_canary"] else None,
                 }
                 for h in place.hosts
             ],
@@ -218,4 +224,17 @@ def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = Fal
     for r in rows:
         for h in r["hosts"]:
             last = clock.display_from_ms(clock.minute_start_ms(h["last_minute"]))
-            typer.echo(line(r["location"], shown_name(h["host"]), last, h["canary"]).rstrip())
+            canary = h["canary"]
+            if h["canary_minute"] is not None:  # when it said so: a host whose ticks fail says it no more
+                canary += f" at {clock.display_from_ms(clock.minute_start_ms(h['canary_minute']))}"
+            typer.echo(line(r["location"], shown_name(h["host"]), last, canary).rstrip())
+
+
+def _canary(host: dict[str, Any]) -> str:
+    """What a host's network canary said, as `locations` gives it: none (the host has no canary:
+    nothing is ever set aside), not asked yet (no tick of it had checks), ok or network lost."""
+    if not host["has_canary"]:
+        return "none"
+    if host["canary_minute"] is None:
+        return "not asked yet"
+    return "network lost" if host["network_lost"] else "ok"

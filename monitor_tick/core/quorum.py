@@ -77,6 +77,14 @@ class Check(NamedTuple):
 
     up: bool | None
     cause: str | None = None
+    http_status: int | None = None  # the answer's status, when it got one
+
+
+def status_of(checks: Mapping[str, Check]) -> int | None:
+    """The HTTP status an alert gives for a minute's `checks`: the one most of the locations that
+    saw it down got (of equals, the first location's by name), None when none of them got one."""
+    statuses = [c.http_status for _, c in sorted(checks.items()) if c.up is False and c.http_status is not None]
+    return max(statuses, key=statuses.count, default=None)
 
 
 class Decision(NamedTuple):
@@ -127,10 +135,15 @@ PLACE_COLUMNS: dict[str, object] = {"locations": None, "quorum": None, "notify_p
 PLACE_FLAGS = {"locations": "--locations", "quorum": "--quorum", "notify_partial": "--notify-partial"}
 
 
-def check_places(stored: str | None, k: int | None, *, pinged: bool, one_host: bool) -> None:
+def check_places(
+    stored: str | None, k: int | None, *, pinged: bool, one_host: bool, notify_partial: bool = False
+) -> None:
     """Refuse place settings that cannot be used: locations for a heartbeat (pushed, not probed
-    from anywhere), several locations on SQLite (`one_host`), a quorum without locations or
-    above the number named."""
+    from anywhere), several locations on SQLite (`one_host`), a quorum or --notify-partial
+    without locations (a monitor checked once is never partial), a quorum above the number
+    named."""
+    if notify_partial and stored is None:
+        raise LocationError("--notify-partial needs --locations")
     if stored is not None and pinged:
         raise LocationError("--locations: a heartbeat is pushed to us, not checked from a place")
     if stored is not None and one_host and stored != ALL and "," in stored:

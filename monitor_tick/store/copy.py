@@ -3,17 +3,20 @@ PostgreSQL and back), every row with its id.
 
 The source is read in one read transaction (one consistent snapshot while ticks go on
 committing to it); the destination is written in one write transaction, checked for the same
-row counts before it commits, so a failed copy leaves it as empty as it was. A PostgreSQL
+row counts before it commits, so a failed copy leaves it as empty as it was (a SQLite file it
+created is removed again: a command that fails leaves no file behind). A PostgreSQL
 destination is then vacuumed and analyzed (VACUUM, ANALYZE), so its planner has the visibility
 map and the statistics at once."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Callable
 from typing import Any
 
 from monitor_tick.store import engine
-from monitor_tick.store.db import StoreError, one, write_tx
+from monitor_tick.store.db import StoreError, is_postgres_url, one, write_tx
 
 # Every table, parents before the rows that refer to them
 TABLES = (
@@ -57,20 +60,34 @@ def copy_database(source: str, destination: str, *, after_table: Callable[[str],
     need be), ids included; returns table -> rows copied. `after_table(name)` is called once each
     table is read (tests use it to write to the source meanwhile). Raises StoreError when the
     destination holds anything but a new database's default plan, when the two are one database,
-    or when the counts differ at the end; nothing is written then."""
+    or when the counts differ at the end; nothing is written then, and a SQLite file made for
+    the copy is removed."""
     if source == destination:
         raise StoreError("migrate: the source and the destination are the same database")
     reader = engine.open_read_only(source)
     try:
-        writer = engine.open_db(destination)
+        new_file = not is_postgres_url(destination) and not os.path.exists(destination)
         try:
-            counts = _copy(reader, writer, after_table)
-            _vacuum_and_analyze(writer)
-            return counts
-        finally:
-            writer.close()
+            writer = engine.open_db(destination)
+            try:
+                counts = _copy(reader, writer, after_table)
+                _vacuum_and_analyze(writer)
+                return counts
+            finally:
+                writer.close()
+        except BaseException:
+            if new_file:
+                _remove_sqlite_file(destination)
+            raise
     finally:
         reader.close()
+
+
+def _remove_sqlite_file(path: str) -> None:
+    """Remove a SQLite database file with its journals (those that are there)."""
+    for name in (path, f"{path}-wal", f"{path}-shm", f"{path}-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
 
 
 def _copy(reader: Any, writer: Any, after_table: Callable[[str], None] | None) -> dict[str, int]:

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from monitor_tick.core.clock import minute_of_ms, minute_start_ms
 from monitor_tick.core.records import NamedTuple
 from monitor_tick.store.db import StoreError, dicts, insert_row, inserted_id, one, write_tx
-from monitor_tick.store.manage import scope
+from monitor_tick.store.manage import EVENT_KIND, scope
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
@@ -27,7 +28,9 @@ def canary_setting(host: str | None) -> str:
 
 
 def record_event(conn: Connection, incident_id: int, monitor: int, kind: str, at_ms: int) -> None:
-    """An incident event, and a pending delivery to every channel that covers the monitor."""
+    """An incident event, and a pending delivery to every channel that covers the monitor, due
+    from the start of its minute: any host's run of that minute may send it, though its clock
+    read the minute a few seconds before the host that decided it."""
     event_id = inserted_id(
         conn.execute(
             "INSERT INTO incident_events (incident_id, kind, created_at_ms) VALUES (?, ?, ?) RETURNING id",
@@ -39,7 +42,7 @@ def record_event(conn: Connection, incident_id: int, monitor: int, kind: str, at
         "SELECT ?, c.id, ? FROM monitors m JOIN channels c "
         "ON c.monitor_id = m.id OR c.owner_id = m.owner_id OR (c.monitor_id IS NULL AND c.owner_id IS NULL) "
         "WHERE m.id = ?",
-        (event_id, at_ms, monitor),
+        (event_id, minute_start_ms(minute_of_ms(at_ms)), monitor),
     )
 
 
@@ -103,9 +106,9 @@ def claim_deliveries(
         )
         rows = dicts(
             conn,
-            """
+            f"""
             SELECT d.event_id, d.channel_id, d.attempts, c.url AS channel_url,
-                   CASE WHEN i.kind = 'partial' THEN 'partial' ELSE e.kind END AS kind,
+                   {EVENT_KIND} AS kind,
                    e.created_at_ms, m.name AS monitor_name, m.url AS monitor_url,
                    i.cause, i.http_status, i.started_at_ms, i.resolved_at_ms
               FROM deliveries d

@@ -196,7 +196,8 @@ class Buckets(NamedTuple):
 # A run takes one :share-th of the buckets free (never claimed, or claimed under a lease that
 # has expired), at least one, or all of them (:all). Expired claims come first (a dead host's
 # work is the oldest); then buckets are offered from a different place for each run (:offset),
-# so that hosts asking at once take different buckets.
+# so that hosts asking at once take different buckets. A claim taken over names the host it was
+# taken from (`monitor-tick hosts` counts that host's lost work).
 CLAIM_BUCKETS = """
 WITH RECURSIVE b(bucket) AS (SELECT 0 UNION ALL SELECT bucket + 1 FROM b WHERE bucket < {buckets} - 1),
 free(bucket, n) AS (
@@ -211,7 +212,8 @@ INSERT INTO claims (minute, bucket, host, token, claimed_at_ms, lease_until_ms)
 SELECT :minute, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
  WHERE free.n <= CASE WHEN :all = 1 THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
 ON CONFLICT (minute, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
-  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms
+  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms,
+  taken_from = CASE WHEN claims.host <> excluded.host THEN claims.host END
  WHERE claims.finished_at_ms IS NULL AND claims.lease_until_ms <= {now}
 RETURNING bucket
 """

@@ -10,15 +10,16 @@ Monitors without locations never come here: they keep the fleet-wide claims of l
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Sequence
 
 from monitor_tick.core import quorum
-from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms
+from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms, minute_start_ms
 from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Open, Transition
 from monitor_tick.core.model import AlertSettings, CheckResult
 from monitor_tick.core.records import NamedTuple
 from monitor_tick.store.db import dicts, one, write_tx
-from monitor_tick.store.deliveries import record_event
+from monitor_tick.store.deliveries import CANARY_SETTING, canary_setting, record_event
 from monitor_tick.store.ledger import Claim
 from monitor_tick.store.locationsql import LOCATION_BUCKETS, parse_figures, single_location, sql
 from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
@@ -161,9 +162,10 @@ def write_checks(
             cause = None if result is None else result.cause
             # a location's check of a minute is recorded once: a rerun decides only one it could not
             inserted = conn.execute(
-                "INSERT INTO location_checks (monitor_id, minute, location, up, cause, latency_ms) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (monitor_id, minute, location) DO UPDATE SET "
-                "up = excluded.up, cause = excluded.cause, latency_ms = excluded.latency_ms "
+                "INSERT INTO location_checks (monitor_id, minute, location, up, cause, latency_ms, http_status) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (monitor_id, minute, location) DO UPDATE SET "
+                "up = excluded.up, cause = excluded.cause, latency_ms = excluded.latency_ms, "
+                "http_status = excluded.http_status "
                 "WHERE location_checks.up IS NULL AND excluded.up IS NOT NULL",
                 (
                     monitor,
@@ -172,6 +174,7 @@ def write_checks(
                     is_up if decided else None,
                     cause,
                     result.latency_ms if result is not None and is_up else None,
+                    None if result is None else result.http_status,
                 ),
             ).rowcount
             if not inserted:
@@ -185,10 +188,14 @@ def write_checks(
             latency = result.latency_ms if is_up and result is not None else None
             if single_location(places[monitor][0]) is None:  # one location's figures are its verdicts'
                 _count_here(conn, monitor, hour_start_ms(at_ms), buckets.location, is_up, latency or 0)
+        per_bucket = Counter(monitor % LOCATION_BUCKETS for monitor in written)
         conn.executemany(
-            "UPDATE location_claims SET finished_at_ms = ? "
+            "UPDATE location_claims SET finished_at_ms = ?, checks = ? "
             "WHERE minute = ? AND location = ? AND bucket = ? AND token = ?",
-            [(finished_at_ms, minute, buckets.location, bucket, buckets.token) for bucket in sorted(held)],
+            [
+                (finished_at_ms, per_bucket[bucket], minute, buckets.location, bucket, buckets.token)
+                for bucket in sorted(held)
+            ],
         )
         server_now = one(conn, sql(conn, "location_now"), {"now_ms": at_ms})
         opened: list[int] = []
@@ -257,6 +264,12 @@ def ticked_locations(conn: Connection, server_now_ms: int) -> list[str]:
     return [str(row[0]) for row in rows]
 
 
+def all_locations(conn: Connection, now_ms: int) -> list[str]:
+    """The locations `--locations all` names now (ticked_locations by the server's clock; on
+    SQLite, `now_ms`)."""
+    return ticked_locations(conn, one(conn, sql(conn, "location_now"), {"now_ms": now_ms}))
+
+
 def _decide(
     conn: Connection,
     monitor: int,
@@ -282,9 +295,10 @@ def _decide(
         return
     names = quorum.names_of(stored, ticked_locations(conn, server_now_ms))
     checks = {
-        str(loc): quorum.Check(None if up is None else bool(up), cause)
-        for loc, up, cause in conn.execute(
-            "SELECT location, up, cause FROM location_checks WHERE monitor_id = ? AND minute = ?", (monitor, minute)
+        str(loc): quorum.Check(None if up is None else bool(up), cause, status)
+        for loc, up, cause, status in conn.execute(
+            "SELECT location, up, cause, http_status FROM location_checks WHERE monitor_id = ? AND minute = ?",
+            (monitor, minute),
         )
     }
     expected = {
@@ -303,7 +317,11 @@ def _decide(
             )
         ]
         _count(conn, monitor, decision, at_ms, latencies)
-        _step(conn, monitor, decision, settings, notify_partial, at_ms, changes)
+        # Stamped with the minute's own start, never the deciding host's clock (which may lag the
+        # others by seconds, or be minutes past a minute decided at its close): every host agrees
+        # on it, and it is when the checks were made.
+        stamp_ms = minute_start_ms(minute)
+        _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, stamp_ms, changes)
     conn.execute(
         "UPDATE quorum_minutes SET verdict = coalesce(verdict, ?), closed = ? WHERE monitor_id = ? AND minute = ?",
         (decision.verdict, closed, monitor, minute),
@@ -334,12 +352,14 @@ def _step(
     conn: Connection,
     monitor: int,
     decision: quorum.Decision,
+    status: int | None,
     settings: AlertSettings,
     notify_partial: bool,
     at_ms: int,
     changes: tuple[list[int], list[int], list[int]],
 ) -> None:
-    """What a verdict does to the monitor's open incident ('down') or partial episode."""
+    """What a verdict does to the monitor's open incident ('down') or partial episode (`status`:
+    the HTTP status its alert gives, quorum.status_of)."""
     opened, resolved, confirmed = changes
     found = conn.execute(
         "SELECT id, state, down_checks, up_checks, kind FROM incidents WHERE monitor_id = ? AND resolved_at_ms IS NULL",
@@ -350,16 +370,16 @@ def _step(
     if decision.verdict == quorum.DOWN:
         if episode is not None:  # the partial episode ends where the outage begins
             conn.execute("UPDATE incidents SET resolved_at_ms = ? WHERE id = ?", (at_ms, episode))
-        result = CheckResult(monitor, "down", cause=decision.text)
+        result = CheckResult(monitor, "down", cause=decision.text, http_status=status)
         change = _apply_incident_step(conn, result, outage, settings, at_ms)
         if change is not None and change.transition is Transition.OPEN:
             opened.append(monitor)
         if change is not None and change.confirms:
             confirmed.append(monitor)
-            # the alert names the places as they are when it is sent
+            # the alert names the places, and gives the status, as they are when it is sent
             conn.execute(
-                "UPDATE incidents SET cause = ? WHERE monitor_id = ? AND resolved_at_ms IS NULL",
-                (decision.text, monitor),
+                "UPDATE incidents SET cause = ?, http_status = ? WHERE monitor_id = ? AND resolved_at_ms IS NULL",
+                (decision.text, status, monitor),
             )
         return
     if outage is not None:
@@ -371,7 +391,7 @@ def _step(
         if episode is not None:
             conn.execute("UPDATE incidents SET resolved_at_ms = ? WHERE id = ?", (at_ms, episode))
         return
-    _partial(conn, monitor, episode, decision.text, settings, notify_partial, at_ms)
+    _partial(conn, monitor, episode, decision.text, status, settings, notify_partial, at_ms)
 
 
 def _partial(
@@ -379,6 +399,7 @@ def _partial(
     monitor: int,
     episode: int | None,
     text: str,
+    status: int | None,
     settings: AlertSettings,
     notify_partial: bool,
     at_ms: int,
@@ -389,15 +410,18 @@ def _partial(
         episode = int(
             one(
                 conn,
-                "INSERT INTO incidents (monitor_id, started_at_ms, cause, state, down_checks, up_checks, kind) "
-                "VALUES (?, ?, ?, ?, 1, 0, 'partial') RETURNING id",
-                (monitor, at_ms, text, SUSPECTED),
+                "INSERT INTO incidents (monitor_id, started_at_ms, cause, http_status, state, down_checks, "
+                "up_checks, kind) VALUES (?, ?, ?, ?, ?, 1, 0, 'partial') RETURNING id",
+                (monitor, at_ms, text, status, SUSPECTED),
             )
         )
         downs = 1
     else:
         downs = int(one(conn, "SELECT down_checks FROM incidents WHERE id = ?", (episode,))) + 1
-        conn.execute("UPDATE incidents SET down_checks = ?, cause = ? WHERE id = ?", (downs, text, episode))
+        conn.execute(
+            "UPDATE incidents SET down_checks = ?, cause = ?, http_status = ? WHERE id = ?",
+            (downs, text, status, episode),
+        )
     if downs >= settings.alert_after_checks:
         confirmed_now = conn.execute(
             "UPDATE incidents SET state = ?, confirmed_at_ms = ? WHERE id = ? AND state = ?",
@@ -409,13 +433,22 @@ def _partial(
 
 class Location(NamedTuple):
     name: str
-    hosts: list[dict[str, Any]]  # host, last_minute, network_lost
+    hosts: list[dict[str, Any]]  # host, last_minute, network_lost, canary_minute, has_canary
 
 
 def list_locations(conn: Connection) -> list[Location]:
-    """Each location with its hosts: the newest minute each ticked and its canary state."""
+    """Each location with its hosts: the newest minute each ticked, whether it has a network
+    canary (its own or the shared one), and what its newest tick with checks found of its
+    network (network_lost) in which minute (canary_minute; None: no tick with checks yet)."""
+    canaries = {
+        str(name) for (name,) in conn.execute("SELECT name FROM settings WHERE name LIKE ?", (f"{CANARY_SETTING}%",))
+    }
     found: dict[str, list[dict[str, Any]]] = {}
-    for row in dicts(conn, "SELECT location, host, last_minute, network_lost FROM fleet_hosts ORDER BY location, host"):
+    for row in dicts(
+        conn,
+        "SELECT location, host, last_minute, network_lost, canary_minute FROM fleet_hosts ORDER BY location, host",
+    ):
+        row["has_canary"] = bool({CANARY_SETTING, canary_setting(row["host"])} & canaries)
         found.setdefault(row.pop("location"), []).append(row)
     return [Location(name, hosts) for name, hosts in found.items()]
 

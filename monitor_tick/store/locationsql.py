@@ -29,18 +29,22 @@ INSERT INTO location_claims (minute, location, bucket, host, token, claimed_at_m
 SELECT :minute, :location, bucket, :host, :token, :now_ms, {now} + :lease_ms FROM free, size
  WHERE free.n <= CASE WHEN :all = 1 THEN size.free WHEN size.free < :share THEN 1 ELSE size.free / :share END
 ON CONFLICT (minute, location, bucket) DO UPDATE SET host = excluded.host, token = excluded.token,
-  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms, finished_at_ms = NULL
+  claimed_at_ms = excluded.claimed_at_ms, lease_until_ms = excluded.lease_until_ms, finished_at_ms = NULL,
+  taken_from = CASE WHEN location_claims.finished_at_ms IS NULL AND location_claims.host <> excluded.host
+                    THEN location_claims.host END
  WHERE :force = 1 OR (location_claims.finished_at_ms IS NULL AND location_claims.lease_until_ms <= {now})
 RETURNING bucket
 """
-# (network_lost: what the canary said, kept when this tick did not ask it: :asked = 0)
+# (network_lost: what the tick found of its network, and canary_minute the minute it did, kept
+# when this tick had no checks to judge it by: :asked = 0)
 _SEEN = """
-INSERT INTO fleet_hosts (host, location, last_minute, seen_at_ms, network_lost)
-VALUES (:host, :location, :minute, {now}, :lost)
+INSERT INTO fleet_hosts (host, location, last_minute, seen_at_ms, network_lost, canary_minute)
+VALUES (:host, :location, :minute, {now}, :lost, CASE WHEN :asked = 1 THEN :minute END)
 ON CONFLICT (host) DO UPDATE SET location = excluded.location, seen_at_ms = excluded.seen_at_ms,
   last_minute = CASE WHEN excluded.last_minute > fleet_hosts.last_minute
                      THEN excluded.last_minute ELSE fleet_hosts.last_minute END,
-  network_lost = CASE WHEN :asked = 1 THEN excluded.network_lost ELSE fleet_hosts.network_lost END
+  network_lost = CASE WHEN :asked = 1 THEN excluded.network_lost ELSE fleet_hosts.network_lost END,
+  canary_minute = CASE WHEN :asked = 1 THEN excluded.canary_minute ELSE fleet_hosts.canary_minute END
 """
 _NOW = "SELECT {now}"
 _LOCK_MONITOR = (

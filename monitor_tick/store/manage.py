@@ -55,6 +55,9 @@ def monitor_id(conn: Connection, ref: str) -> int:
     return int(found)
 
 
+# an event's kind as people are told of it (`i`: its incident, `e`: the event): a partial
+# episode's alert is a PARTIAL, whichever event of it was recorded
+EVENT_KIND = "CASE WHEN i.kind = 'partial' THEN 'partial' ELSE e.kind END"
 _MONITOR_COLUMNS = (*COMMON_SETTINGS, *OPTIONS)  # Monitor fields stored under the same names
 
 
@@ -331,7 +334,8 @@ def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> di
     )
     deliveries = dicts(
         conn,
-        "SELECT e.incident_id, e.kind, e.created_at_ms, d.channel_id, c.url AS channel_url, d.state, d.attempts,"
+        f"SELECT e.incident_id, {EVENT_KIND} AS kind, e.created_at_ms, d.channel_id, c.url AS channel_url, d.state,"
+        " d.attempts,"
         " d.sent_at_ms, d.last_error"
         " FROM incidents i JOIN incident_events e ON e.incident_id = i.id"
         " JOIN deliveries d ON d.event_id = e.id JOIN channels c ON c.id = d.channel_id"

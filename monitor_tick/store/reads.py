@@ -201,20 +201,36 @@ pings.last_ping_ms, pings.last_ping_failed, pings.last_duration_ms, pings.starte
 """
 
 
+# Each claim a host holds or finished, and each it lost (it died, or stopped past its lease: the
+# claim names it as taken_from), with `location` NULL for the fleet's buckets
+_HOST_SHARES = """
+SELECT minute, host, {location} AS location, 1 AS buckets,
+       CASE WHEN finished_at_ms IS NULL THEN 1 ELSE 0 END AS unfinished,
+       CASE WHEN taken_from IS NULL THEN 0 ELSE 1 END AS took_over,
+       coalesce(checks, 0) AS checks, claimed_at_ms, finished_at_ms
+  FROM {table} WHERE minute >= :from
+UNION ALL
+SELECT minute, taken_from, {location}, 1, 1, 0, 0, NULL, NULL
+  FROM {table} WHERE minute >= :from AND taken_from IS NOT NULL
+"""
+
+
 def host_minutes(conn: Connection, from_minute: int) -> list[dict[str, Any]]:
-    """Per minute from `from_minute` on, per host that claimed buckets of it: how many buckets,
-    how many of them it never finished (it died, or lost them to another host), the checks it
-    recorded, and when its first claim and its last write were (epoch ms)."""
+    """Per minute from `from_minute` on, per host and share that it claimed buckets of (the
+    fleet's 64, `location` None, or a location's 16): how many buckets, how many of them it
+    never finished (it died, or lost them to another host), how many it took over from another
+    host, the checks it recorded, and when its first claim and its last write were (epoch ms)."""
+    fleet = _HOST_SHARES.format(location="CAST(NULL AS TEXT)", table="claims")
+    located = _HOST_SHARES.format(location="location", table="location_claims")
     return dicts(
         conn,
-        """
-        SELECT minute, host, count(*) AS buckets,
-               sum(CASE WHEN finished_at_ms IS NULL THEN 1 ELSE 0 END) AS unfinished,
-               coalesce(sum(checks), 0) AS checks,
+        f"""
+        SELECT minute, host, location, sum(buckets) AS buckets, sum(unfinished) AS unfinished,
+               sum(took_over) AS took_over, sum(checks) AS checks,
                min(claimed_at_ms) AS first_claim_ms, max(finished_at_ms) AS last_write_ms
-          FROM claims WHERE minute >= :from
-         GROUP BY minute, host
-         ORDER BY minute, host
+          FROM ({fleet} UNION ALL {located}) AS shares
+         GROUP BY minute, host, location
+         ORDER BY minute, host, location IS NOT NULL, location
         """,
         {"from": from_minute},
     )

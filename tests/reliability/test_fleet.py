@@ -70,13 +70,14 @@ def claimed_by(url: str, name: str, *, unfinished: bool = False) -> set[int]:
     return {int(row[0]) for row in rows}
 
 
-def wait_for_leases_to_expire(url: str) -> None:
-    """Until PostgreSQL's clock (the one that judges leases) is past every lease held."""
+def wait_for_leases_to_expire(url: str, table: str = "claims") -> None:
+    """Until PostgreSQL's clock (the one that judges leases) is past every lease held (in `table`:
+    claims, or location_claims)."""
     conn = store.open_db(url)
     try:
         deadline = time.monotonic() + 30
         while conn.execute(
-            "SELECT count(*) FROM claims WHERE finished_at_ms IS NULL "
+            f"SELECT count(*) FROM {table} WHERE finished_at_ms IS NULL "
             "AND lease_until_ms >= CAST(extract(epoch FROM clock_timestamp()) * 1000 AS BIGINT)"
         ).fetchone()[0]:
             assert time.monotonic() < deadline, "a lease never expired"
@@ -136,7 +137,8 @@ def test_three_hosts_started_together_share_a_minute_whose_probes_take_seconds(
     env = {**os.environ, "MONITOR_TICK_TEST_CLOCK_OFFSET_MS": str(clock.minute_start_ms(MINUTE + 5) - clock.now_ms())}
     table = subprocess.run([MONITOR_TICK, "hosts", "--db", url], capture_output=True, text=True, env=env).stdout
     lines = table.splitlines()
-    assert lines[0].split() == ["MINUTE", "(UTC)", "HOST", "BUCKETS", "UNFINISHED", "CHECKS", "SECONDS"]
+    heading = ["MINUTE", "(UTC)", "HOST", "SHARE", "BUCKETS", "UNFINISHED", "TOOK", "OVER", "CHECKS", "SECONDS"]
+    assert lines[0].split() == heading
     assert [line.split()[3] for line in lines[1:]] == ["a", "b", "c"]
     assert all(line.startswith("2026-12-01 00:00 UTC") for line in lines[1:])
 
@@ -164,8 +166,11 @@ def test_a_host_killed_mid_probe_has_its_buckets_taken_over_once_its_lease_is_ov
     assert code == 0 and err == ""
     assert orphaned <= claimed_by(url, "survivor")  # taken over
     assert set(recorded(url, monitors).values()) == {(1, 0)}  # each recorded once
-    rows = hosts_json(url)
-    assert sum(r["buckets"] for r in rows) == store.BUCKETS and all(r["unfinished"] == 0 for r in rows)
+    rows = {r["host"]: r for r in hosts_json(url)}
+    # the buckets taken over count for both: the host that never finished them, and the survivor
+    assert (rows["doomed"]["unfinished"], rows["survivor"]["took_over"]) == (len(orphaned), len(orphaned))
+    assert rows["survivor"]["unfinished"] == 0 and rows["doomed"]["took_over"] == 0
+    assert rows["doomed"]["buckets"] + rows["survivor"]["buckets"] == store.BUCKETS + len(orphaned)
 
 
 def test_a_host_stopped_past_its_lease_writes_nothing_for_the_buckets_taken_over(
@@ -187,4 +192,6 @@ def test_a_host_stopped_past_its_lease_writes_nothing_for_the_buckets_taken_over
     assert code == 0 and out == "", err
     assert held <= claimed_by(url, "other")  # taken over, every one...
     assert set(recorded(url, monitors).values()) == {(1, 0)}  # ...and the stopped host's results for them dropped
-    assert sum(r["buckets"] for r in hosts_json(url)) == store.BUCKETS
+    rows = {r["host"]: r for r in hosts_json(url)}
+    assert (rows["paused"]["unfinished"], rows["other"]["took_over"]) == (len(held), len(held))
+    assert rows["paused"]["buckets"] + rows["other"]["buckets"] == store.BUCKETS + len(held)

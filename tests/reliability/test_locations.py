@@ -512,8 +512,11 @@ def test_locations_lists_each_location_with_its_hosts(sim: Simulation) -> None:
     assert {h["network_lost"] for p in found for h in p.hosts} == {0}  # and no longer
     listed = CliRunner().invoke(app, ["locations", "--db", sim.url, "--json"])
     assert listed.exit_code == 0, listed.output
-    home = json.loads(listed.stdout)[1]
+    eu, home = json.loads(listed.stdout)[:2]
     assert (home["location"], home["last_minute"]) == ("home", MINUTE + MINUTES - 1)
+    assert {h["canary"] for h in eu["hosts"]} == {"none"}  # eu's hosts have no canary
+    # the minute of the newest tick of home-1 that had checks to judge its network by
+    assert MINUTE + LOST[-1] < home["hosts"][0].pop("canary_minute") <= MINUTE + MINUTES - 1
     assert home["hosts"][0] == {
         "host": "home-1",
         "last_minute": MINUTE + MINUTES - 1,
