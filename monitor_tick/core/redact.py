@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import string
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
@@ -25,10 +25,14 @@ def redact_url(url: str) -> str:
     query is kept).
 
     'https://u:p@h/x?token=abc&a=1' -> 'https://***@h/x?token=***&a=***'. Never raises; text
-    that does not parse as a URL is returned with everything after the host hidden.
+    that does not parse as a URL is returned with everything after its scheme hidden, and so is
+    one with user info whose port is not a number: a password typed in with its '@', ':' or
+    '/' unencoded, whose pieces stand where the host, port and path should be.
     """
     try:
         parts = urlsplit(url)
+        if "@" in parts.netloc and not _port_readable(parts):
+            return _scheme_only(url)
         netloc = parts.netloc
         if "@" in netloc:
             netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
@@ -40,7 +44,23 @@ def redact_url(url: str) -> str:
             )
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except (ValueError, AttributeError, TypeError):
-        return f"{str(url)[:8]}{REDACTED}"
+        return _scheme_only(url)
+
+
+def _port_readable(parts: SplitResult) -> bool:
+    try:
+        parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
+    except ValueError:
+        return False
+    return True
+
+
+def _scheme_only(url: object) -> str:
+    """'scheme://***' of a URL whose parts cannot be told apart, else ***."""
+    scheme, sep, _ = str(url).partition("://")
+    if sep and scheme[:1].isalpha() and scheme.isascii() and not scheme.strip(_SCHEME_CHARACTERS):
+        return f"{scheme}://{REDACTED}"
+    return REDACTED
 
 
 def redact_channel_url(url: str) -> str:

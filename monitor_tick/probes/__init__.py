@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
+from monitor_tick.core import urls
 from monitor_tick.core.model import (
     COMMON_SETTINGS,
     MAX_NAME_CHARS,
@@ -102,11 +103,7 @@ def kind_of_url(url: str) -> str:
         raise InvalidMonitor("url is empty")
     if _WHITESPACE.search(url):
         raise InvalidMonitor("url contains whitespace")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError on a bad port
-    except ValueError as exc:
-        raise InvalidMonitor(f"url is not valid: {exc}") from None
+    parts = urls.split(url)
     kind = KIND_OF_SCHEME.get((parts.scheme or url).lower())  # a bare word: a kind with no address
     if kind is None:
         raise InvalidMonitor(

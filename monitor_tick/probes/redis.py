@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 6379
 TLS_SCHEME = "rediss"
+# a server has at most INT_MAX databases (its `databases` setting), numbered from 0: a larger
+# number can never be selected
+MAX_DATABASE = 2**31 - 2
 
 
 async def probe_redis(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
@@ -140,7 +143,9 @@ def _check(monitor: Monitor) -> None:
     if target.user and target.password is None:  # AUTH takes a user with a password, or a password
         raise InvalidMonitor("redis:// with a user needs its password: redis://user:password@host")
     if target.path and not (target.path.isdigit() and target.path.isascii()):
-        raise InvalidMonitor(f"redis:// takes a database number after the host (got {target.path!r})")
+        raise InvalidMonitor("redis:// takes a database number after the host: redis://host/0")
+    if target.path and int(target.path) > MAX_DATABASE:
+        raise InvalidMonitor(f"redis:// database number must be 0 to {MAX_DATABASE}")
     database.check_expiry(monitor, _scheme(monitor) == TLS_SCHEME, "a rediss:// url")
     latency.check(monitor)
 

@@ -261,11 +261,20 @@ def _check_headers(monitor: Monitor) -> None:
 def _check_ca_file(path: str) -> None:
     if not isinstance(path, str) or not path:
         raise InvalidMonitor("--ca-file is empty")
+    problem = ca_file_problem(path)
+    if problem is not None:
+        raise InvalidMonitor(f"--ca-file {path}: {problem}")
+
+
+def ca_file_problem(path: str) -> str | None:
+    """Why `path` is not a CA file TLS can verify with ('No such file or directory', 'not a PEM
+    file of certificates'), or None."""
     import ssl
 
     try:
         ssl_context_for((path, False))
     except ssl.SSLError:
-        raise InvalidMonitor(f"--ca-file {path}: not a PEM file of certificates") from None
+        return "not a PEM file of certificates"
     except OSError as exc:
-        raise InvalidMonitor(f"--ca-file {path}: {exc.strerror or 'cannot be read'}") from None
+        return exc.strerror or "cannot be read"
+    return None
