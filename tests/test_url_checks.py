@@ -131,7 +131,10 @@ def test_http_urls_are_refused_as_an_http_client_would_refuse_them(url: str, cau
         ("postgresql://app@127.0.0.1:5432/", "postgresql:// needs a database name: " + PG_USAGE),
         ("redis://127.0.0.1/2147483647", "redis:// database number must be 0 to 2147483646"),
         ("redis://h1,h2", "url is not valid: its host is a list (a comma in it): a monitor checks one host"),
-        ("rediss://h1:6380,h2:6380/0", "url is not valid: its host is a list (a comma in it): a monitor checks one host"),
+        (
+            "rediss://h1:6380,h2:6380/0",
+            "url is not valid: its host is a list (a comma in it): a monitor checks one host",
+        ),
         (
             "postgresql://app@127.0.0.1/app?sslmode=verify-full&sslrootcert=/nonexistent.pem",
             "sslrootcert: No such file or directory",
@@ -165,3 +168,25 @@ def test_a_ca_file_of_sslrootcert_that_goes_away_makes_the_monitor_invalid_never
     assert later.stderr == "monitor-tick: monitor 1 skipped: invalid monitor: sslrootcert: No such file or directory\n"
     listed = json.loads(cli(db, "list", "--json").stdout)
     assert [(row["name"], row["state"]) for row in listed] == [("pg", "invalid")]
+
+
+def test_a_default_name_shows_no_docker_engine_nor_any_query_value_on_the_status_page(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    added = {
+        "docker://web?host=unix:///run/user/1000/docker.sock": "docker://web?host=***",
+        "docker://db?host=tcp://engine.lan:2375": "docker://db?host=***",
+        "dns://example.org?type=TXT&server=192.0.2.53&expect=v%3Dspf1": "dns://example.org?type=***&server=***&expect=***",
+        "smtp://mail.example.org:587?starttls=1": "smtp://mail.example.org:587?starttls=***",
+        "https://u:pw-s3cret@example.org/health?token=tok-s3cret": "https://***@example.org/health?token=***",
+    }
+    for url in added:
+        assert cli(db, "add", url).returncode == 0
+    names = [row["name"] for row in json.loads(cli(db, "list", "--json").stdout)]
+    assert sorted(names) == sorted(added.values())
+    page = tmp_path / "status"
+    assert cli(db, "status-page", "--out", str(page)).returncode == 0
+    html = (page / "index.html").read_text(encoding="utf-8")
+    for hidden in ("docker.sock", "/run/user", "engine.lan", "2375", "192.0.2.53", "spf1", "=TXT", "s3cret"):
+        assert hidden not in html, hidden
+    helped = subprocess.run([MONITOR_TICK, "add", "--help"], capture_output=True, text=True, env=os.environ).stdout
+    assert "its credentials and every query value hidden (a Docker engine's too)" in " ".join(helped.split())

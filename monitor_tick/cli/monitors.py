@@ -117,7 +117,8 @@ def add(
         str | None,
         typer.Option(
             help="A unique name, one line of at most 200 characters, no space at either end, not all digits "
-            "(those read as ids). [default: the URL, its credentials and query values hidden]"
+            "(those read as ids). "
+            "[default: the URL, its credentials and every query value hidden (a Docker engine's too)]"
         ),
     ] = None,
     every: Annotated[

@@ -20,9 +20,10 @@ _PLAIN_QUERY_SCHEMES = frozenset({"dns", "smtp", "docker"})
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def redact_url(url: str) -> str:
-    """The URL with user:password and every query value replaced by *** (a dns:// or docker://
-    query is kept).
+def redact_url(url: str, *, every_query: bool = False) -> str:
+    """The URL with user:password and every query value replaced by *** (a dns://, smtp:// or
+    docker:// query is kept, unless `every_query`: a public page or a default name shows none of
+    them, not a Docker engine's socket path or host either).
 
     'https://u:p@h/x?token=abc&a=1' -> 'https://***@h/x?token=***&a=***'. Never raises; text
     that does not parse as a URL is returned with everything after its scheme hidden, and so is
@@ -37,7 +38,7 @@ def redact_url(url: str) -> str:
         if "@" in netloc:
             netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
         query = parts.query
-        if query and parts.scheme.lower() not in _PLAIN_QUERY_SCHEMES:
+        if query and (every_query or parts.scheme.lower() not in _PLAIN_QUERY_SCHEMES):
             # 'key=value' keeps its key; a bare '?token' may be the secret itself
             query = "&".join(
                 f"{part.split('=', 1)[0]}={REDACTED}" if "=" in part else REDACTED for part in query.split("&")
@@ -134,9 +135,9 @@ _LETTER = re.compile(r"[A-Za-z]")
 _URL_REST = re.compile(r"[^\s\"'<>]+")
 
 
-def redact_text(text: str) -> str:
-    """Free text (a monitor's name, an incident's cause) with every URL in it redacted, in time
-    linear in its length."""
+def redact_text(text: str, *, every_query: bool = False) -> str:
+    """Free text (a monitor's name, an incident's cause) with every URL in it redacted
+    (redact_url), in time linear in its length."""
     out: list[str] = []
     copied = 0  # text[:copied] is in out
     start = 0  # no scheme starts before this: the end of the last URL, or past a '://' without one
@@ -148,7 +149,7 @@ def redact_text(text: str) -> str:
         if letter is None or rest is None:
             start = colon + 1
             continue
-        out += [text[copied : letter.start()], redact_url(text[letter.start() : rest.end()])]
+        out += [text[copied : letter.start()], redact_url(text[letter.start() : rest.end()], every_query=every_query)]
         copied = start = rest.end()
     out.append(text[copied:])
     return "".join(out)

@@ -180,8 +180,10 @@ def draft_monitor(
 
 
 def _default_name(url: str) -> str:
-    """The URL as a name: shown everywhere, so without secrets, and cut to a name's length."""
-    name = normal_name(redact_url(url))
+    """The URL as a name: shown everywhere, the public status page too, so without secrets nor
+    any query value (a Docker engine's socket path or host, a DNS server), and cut to a name's
+    length."""
+    name = normal_name(redact_url(url, every_query=True))
     return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
 
