@@ -60,6 +60,7 @@ from monitor_tick.importers.plan import (
     timeout_s,
     whole_minutes,
 )
+from monitor_tick.probes import PROBES
 
 SOURCE = "gatus"
 EXTRA = "monitor-tick[gatus]"
@@ -229,11 +230,25 @@ def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, 
         notes.append(f"body not carried over: monitor-tick's {kind} check sends nothing")
     read_conditions([str(c) for c in e.get("conditions") or []], planned, kind)
     planned.given.pop("expect", None)
+    _expiry_judged(planned, kind)
     _alerts(e.get("alerts") or [], alerting, providers, planned)
     for key in ("maintenance-windows", "ui", "extra-labels"):
         if e.get(key):
             notes.append(f"{key} not carried over")
     return planned
+
+
+def _expiry_judged(planned: Planned, kind: str) -> None:
+    """A note when the kind judges the certificate's expiry by default (tls://, STARTTLS) and the
+    endpoint set no [CERTIFICATE_EXPIRATION]: Gatus showed it up until the day it expired, and
+    the monitor is down days before. The default is kept (such a kind always judges expiry),
+    and said, as the Kuma importer says it."""
+    default_s = PROBES[kind].defaults.get("expires_within_sec")
+    if default_s is not None and "expires_within_sec" not in planned.given:
+        planned.notes.append(
+            f"certificate expiry: down when it expires within {default_s / 86_400:g} days "
+            "(Gatus only checked the connection)"
+        )
 
 
 def _kind(e: dict[str, Any], url: str) -> str:
