@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -94,7 +95,8 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
             monitor = new_monitor(name=None, url=url, interval_sec=300, aligned=False, given=given)
             assert getattr(monitor, option) == OTHER_VALUES[option]
         else:
-            refusal = f"^{OPTION_FLAGS[option]} does not apply to {kind.name} monitors$"
+            instead = f": {kind.instead[option]}" if option in kind.instead else ""
+            refusal = f"^{re.escape(f'{OPTION_FLAGS[option]} does not apply to {kind.name} monitors{instead}')}$"
             with pytest.raises(InvalidMonitor, match=refusal):
                 new_monitor(name=None, url=url, interval_sec=300, aligned=False, given=given)
 

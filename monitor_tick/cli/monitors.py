@@ -179,7 +179,8 @@ def add(
     ca_file: Annotated[
         str | None,
         typer.Option(
-            help="https: a PEM file of certificate authorities to trust instead of the system's (a home lab's CA)."
+            help="https, tls, wss, rediss, smtp ?starttls=1, mysql ?tls=1: a PEM file of certificate authorities "
+            "to trust instead of the system's (a home lab's CA). PostgreSQL: the URL's sslrootcert."
         ),
     ] = None,
     insecure: Annotated[

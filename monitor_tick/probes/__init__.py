@@ -124,9 +124,15 @@ def check_monitor(monitor: Monitor) -> Kind:
     check_common(monitor)
     for option in OPTIONS:
         if option not in kind.options and getattr(monitor, option) != default_of(kind, option):
-            raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
+            raise _not_for(kind, option)
     kind.check(monitor)
     return kind
+
+
+def _not_for(kind: Kind, option: str) -> InvalidMonitor:
+    """The refusal of an option `kind` does not take, saying what to write instead if anything."""
+    instead = f": {kind.instead[option]}" if option in kind.instead else ""
+    return InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors{instead}")
 
 
 def new_monitor(
@@ -144,7 +150,7 @@ def new_monitor(
     kind = PROBES[kind_of_url(url)]
     for option in given:
         if option not in kind.options:
-            raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
+            raise _not_for(kind, option)
     monitor = draft_monitor(url=url, given=given, **settings)
     check_name(monitor.name, may_be_number=False)
     check_monitor(monitor)

@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.core.records import NamedTuple
+from monitor_tick.probes import request
 from monitor_tick.probes.guard import UNIX_SOCKETS, AddressGuard, BlockedAddress
 from monitor_tick.probes.net import (
     cause_of_os_error,
@@ -118,11 +119,12 @@ def check_login(scheme: str, target: Target, usage: str) -> None:
         raise InvalidMonitor(f"{scheme}:// takes one database name after the host")
 
 
-def check_expiry(monitor: Monitor, tls: bool, needs: str) -> None:
-    """--expires-within, which only a URL that requires TLS can use (`needs` says how)."""
+def check_tls_options(monitor: Monitor, tls: bool, needs: str) -> None:
+    """--expires-within and --ca-file, which only a URL that requires TLS can use (`needs` says how)."""
     if monitor.expires_within_sec is not None and not tls:
         raise InvalidMonitor(f"--expires-within needs {needs}")
     check_expires_within(monitor)
+    request.check_own_trust(monitor, tls, needs)
 
 
 def answered(monitor: Monitor, now_ms: int, latency_ms: int, cert: dict[str, Any] | None, tls: bool) -> ProbeResult:

@@ -171,4 +171,5 @@ KIND = Kind(
     check=_check,
     host_check=database.driver_check("psycopg", "psycopg", "postgres"),
     options=frozenset({"timeout_s", "retries", latency.OPTION}),
+    instead={"ca_file": "use ?sslmode=verify-full&sslrootcert=/path/ca.pem"},
 )

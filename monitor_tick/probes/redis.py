@@ -5,7 +5,7 @@ connection is closed.
 Through redis-py's asyncio client (the `redis` extra), imported only when such a monitor is
 probed: one connection, no pool, no retries (the tick retries a failed check itself). Port 6379
 and database 0 unless given. rediss:// verifies the certificate as tls:// does (the tick's
-trust) and judges its expiry with --expires-within when given.
+trust, or --ca-file's CA) and judges its expiry with --expires-within when given.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from types import ModuleType
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import database, latency
+from monitor_tick.probes import database, latency, request
 from monitor_tick.probes.base import Kind, ProbeContext
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
@@ -146,7 +146,7 @@ def _check(monitor: Monitor) -> None:
         raise InvalidMonitor("redis:// takes a database number after the host: redis://host/0")
     if target.path and int(target.path) > MAX_DATABASE:
         raise InvalidMonitor(f"redis:// database number must be 0 to {MAX_DATABASE}")
-    database.check_expiry(monitor, _scheme(monitor) == TLS_SCHEME, "a rediss:// url")
+    database.check_tls_options(monitor, _scheme(monitor) == TLS_SCHEME, "a rediss:// url")
     latency.check(monitor)
 
 
@@ -161,8 +161,8 @@ KIND = Kind(
     name="redis",
     schemes=("redis", TLS_SCHEME),
     usage="redis(s)://[[user]:password@]host[:port][/db]",
-    probe=latency.judged(probe_redis),
+    probe=latency.judged(request.own_trust(probe_redis)),
     check=_check,
     host_check=database.driver_check("redis", "redis-py", "redis"),
-    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
+    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION, "ca_file"}),
 )
