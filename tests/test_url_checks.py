@@ -18,7 +18,7 @@ from monitor_tick.core import clock
 from monitor_tick.core.model import InvalidMonitor
 from monitor_tick.probes import new_monitor
 from monitor_tick.probes.postgresql import USAGE as PG_USAGE
-from tests.commands import MONITOR_TICK
+from tests.commands import MONITOR_TICK, created_or_nothing
 from tests.servers import refused_port
 
 SECRET = "TopSecretX"
@@ -190,3 +190,35 @@ def test_a_default_name_shows_no_docker_engine_nor_any_query_value_on_the_status
         assert hidden not in html, hidden
     helped = subprocess.run([MONITOR_TICK, "add", "--help"], capture_output=True, text=True, env=os.environ).stdout
     assert "its credentials and every query value hidden (a Docker engine's too)" in " ".join(helped.split())
+
+
+def test_a_malformed_database_url_in_db_is_one_line_that_quotes_no_part_of_it(tmp_path: Path) -> None:
+    for url, why in (
+        (f"postgresql://app:Ab@[{SECRET}@127.0.0.1:5/appdb", "its host in [ ] is not an IPv6 address"),
+        (f"postgresql://app:Ab@cd:{SECRET}/y@127.0.0.1:5/appdb", "its port is not a number"),
+    ):
+        run = subprocess.run(
+            [MONITOR_TICK, "list", "--db", url], capture_output=True, text=True, timeout=60, env=os.environ
+        )
+        assert (run.returncode, run.stdout) == (1, "")
+        assert run.stderr.startswith(
+            f"monitor-tick: cannot connect to database postgresql://***: --db is not valid: {why}"
+        )
+        assert run.stderr.count("\n") == 1 and SECRET not in run.stderr and "cd" not in run.stderr
+
+
+def test_a_gatus_endpoint_with_a_malformed_url_is_skipped_saying_why_without_quoting_it(tmp_path: Path) -> None:
+    config = tmp_path / "gatus.yaml"
+    config.write_text(
+        "endpoints:\n"
+        f'  - {{name: a, url: "mongodb://u:{SECRET}1@db.lan/x", conditions: ["[CONNECTED] == true"]}}\n'
+        f'  - {{name: b, url: "https://u:Ab@[{SECRET}2/x", conditions: ["[STATUS] == 200"]}}\n'
+        f'  - {{name: c, url: "redis://:Ab@cd:{SECRET}3/y@cache.lan:6379", conditions: ["[CONNECTED] == true"]}}\n',
+        encoding="utf-8",
+    )
+    run = cli(str(tmp_path / "m.db"), "import", "gatus", str(config))
+    assert run.returncode == 0 and created_or_nothing(run.stderr, str(tmp_path / "m.db")), run.stderr
+    assert "skipped   a: url: mongodb:// is not an endpoint type monitor-tick knows" in run.stdout
+    assert "skipped   b: url is not valid: its host in [ ] is not an IPv6 address" in run.stdout
+    assert "skipped   c: url is not valid: its port is not a number" in run.stdout
+    assert SECRET not in run.stdout

@@ -20,15 +20,18 @@ _IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")  # a host read as an
 _ENCODE_HINT = " (a user or password with @ : / ? or # in it must be percent-encoded: %40 %3A %2F %3F %23)"
 
 
-def split(url: str, what: str = "url") -> SplitResult:
+def split(url: str, what: str = "url", *, host_list: bool = False) -> SplitResult:
     """urlsplit(url) with its port read. Raises InvalidMonitor('url is not valid: ...'), `what`
-    naming the URL ('docker:// host' for one inside another's query)."""
+    naming the URL ('docker:// host' for one inside another's query). `host_list`: a list of
+    hosts (libpq's 'h1:5432,h2:5432') is left to the caller, its ports unread."""
     try:
         parts = urlsplit(url)
     except ValueError:
         raise InvalidMonitor(f"{what} is not valid: {_unsplittable(url)}") from None
     host_and_port = parts.netloc.rpartition("@")[2]
-    if "," in host_and_port:  # libpq's and Redis clusters' host lists: one host is probed
+    if "," in host_and_port:  # libpq's and Redis clusters' host lists: a monitor probes one host
+        if host_list:
+            return parts
         raise InvalidMonitor(f"{what} is not valid: its host is a list (a comma in it): a monitor checks one host")
     try:
         parts.port  # noqa: B018 -- raises ValueError on a bad port

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from monitor_tick.core import urls
 from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_typed_name
 from monitor_tick.importers import channels
 from monitor_tick.importers.gatusvalues import (
@@ -254,7 +255,10 @@ def _expiry_judged(planned: Planned, kind: str) -> None:
 def _kind(e: dict[str, Any], url: str) -> str:
     if e.get("dns"):
         return "dns"
-    scheme = urlsplit(url).scheme.lower()
+    try:
+        scheme = urls.split(url).scheme.lower()
+    except InvalidMonitor as exc:  # said in our words: the parser's quote the URL
+        raise channels.Unmapped(str(exc)) from None
     if not scheme and url.startswith("${"):
         raise channels.Unmapped(
             "url: monitor-tick needs its scheme written out (https://${HOST}/...) to know the kind of check"
@@ -270,7 +274,8 @@ def _kind(e: dict[str, Any], url: str) -> str:
         )
     if scheme in _KINDS:
         return _KINDS[scheme]
-    raise channels.Unmapped(f"url {url!r}: not an endpoint type monitor-tick knows")
+    # the scheme alone: the rest of an unknown kind's URL may hold a password
+    raise channels.Unmapped(f"url: {scheme}:// is not an endpoint type monitor-tick knows")
 
 
 def _client(client: dict[str, Any], planned: Planned, kind: str) -> None:
