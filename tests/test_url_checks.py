@@ -222,3 +222,12 @@ def test_a_gatus_endpoint_with_a_malformed_url_is_skipped_saying_why_without_quo
     assert "skipped   b: url is not valid: its host in [ ] is not an IPv6 address" in run.stdout
     assert "skipped   c: url is not valid: its port is not a number" in run.stdout
     assert SECRET not in run.stdout
+
+
+def test_a_malformed_ping_url_is_refused_in_our_words_before_the_tick(tmp_path: Path) -> None:
+    run = cli(str(tmp_path / "m.db"), "--ping-url", f"https://u:Ab@cd:{SECRET}/y@hc.example/")
+    assert (run.returncode, run.stdout) == (2, "")
+    assert run.stderr == (
+        "monitor-tick: --ping-url: url is not valid: its port is not a number (a user or password with @ : / ? or # "
+        "in it must be percent-encoded: %40 %3A %2F %3F %23)\n"
+    )
