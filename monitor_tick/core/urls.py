@@ -16,6 +16,7 @@ from urllib.parse import SplitResult, urlsplit
 from monitor_tick.core.model import InvalidMonitor
 
 MAX_URL_CHARS = 65_536  # as HTTP clients limit a URL (httpx refused longer ones)
+_ASCII_CONTROL = re.compile("[\x00-\x1f\x7f]")  # what no HTTP request line may carry
 _IPV4_STYLE = re.compile(r"[0-9]+\.[0-9]+\.[0-9]+\.[0-9]+")  # a host read as an address, never a name
 _ENCODE_HINT = " (a user or password with @ : / ? or # in it must be percent-encoded: %40 %3A %2F %3F %23)"
 
@@ -82,7 +83,7 @@ def check_http(url: str) -> SplitResult:
     InvalidMonitor."""
     if len(url) > MAX_URL_CHARS:
         raise InvalidMonitor(f"url is longer than {MAX_URL_CHARS:,} characters")
-    if any(char.isascii() and not char.isprintable() for char in url):
+    if _ASCII_CONTROL.search(url):
         raise InvalidMonitor("url contains a control character")
     parts = split(url)
     http_host(parts)
