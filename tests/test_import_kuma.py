@@ -528,12 +528,16 @@ def test_to_file_writes_the_monitors_file_instead_of_the_database_and_apply_make
     )
 
 
+# fmt: off
+MALFORMED_URLS = [
+    dict(id=1, name='site', type='http', url='https://u:Ab@[Kum4HttpSecret/x', interval=60, active=1, expiry_notification=1),
+    dict(id=2, name='ws', type='websocket-upgrade', url='wss://u:Ab@cd:Kum4WsSecret/y@chat.lan/', interval=60, active=1),
+]
+# fmt: on
+
+
 def test_a_malformed_url_is_skipped_saying_why_without_quoting_it(tmp_path: Path, db_path: str) -> None:
-    rows = [
-        dict(id=1, name='site', type='http', url='https://u:Ab@[Kum4HttpSecret/x', interval=60, active=1, expiry_notification=1),  # fmt: skip
-        dict(id=2, name='ws', type='websocket-upgrade', url='wss://u:Ab@cd:Kum4WsSecret/y@chat.lan/', interval=60, active=1),  # fmt: skip
-    ]
-    kuma_db = make_kuma_db(tmp_path / "kuma.db", KUMA_2_0, rows)
+    kuma_db = make_kuma_db(tmp_path / "kuma.db", KUMA_2_0, MALFORMED_URLS)
     done = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     assert "skipped   site: cannot be added: url is not valid: its host in [ ] is not an IPv6 address" in done.stdout
