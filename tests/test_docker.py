@@ -214,7 +214,8 @@ def test_a_socket_this_user_may_not_open_is_a_configuration_error_said_hourly(
     quiet = as_nobody(HOUR_MS + 60_000)
     assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
     # as root, the same monitor is probed: it was the user, not the container
-    assert results(tick(db, HOUR_MS + 120_000)) == {on(engine, "web"): ("up", None)}
+    # named by default without its engine's socket (the name is shown on the status page)
+    assert results(tick(db, HOUR_MS + 120_000)) == {"docker://web?host=***": ("up", None)}
 
 
 def test_block_private_refuses_the_socket_and_a_loopback_engine_hourly(

@@ -578,3 +578,48 @@ def test_what_nobody_types_is_skipped_in_one_line(tmp_path: Path, db_path: str) 
     assert list(monitors(db_path)) == ["fits"]
     assert "  skipped   long keyword: cannot be added: --keyword is 4,097 bytes long; at most 4 KiB\n" in done.stdout
     assert f"  skipped   {'n' * 201}: cannot be added: name is 201 characters long; at most 200\n" in done.stdout
+
+
+def test_a_tls_endpoint_that_only_checked_the_connection_says_its_certificate_is_now_judged(
+    tmp_path: Path, db_path: str
+) -> None:
+    """tls:// and STARTTLS monitors judge the certificate's expiry (14 days unless given): Gatus
+    showed such an endpoint up until the day it expired, so the report says what changed."""
+    path = tmp_path / "config.yaml"
+    path.write_text(
+        textwrap.dedent(
+            """
+            endpoints:
+              - name: ldaps
+                url: tls://ldap.example.org:636
+                conditions: ["[CONNECTED] == true"]
+              - name: mail
+                url: starttls://smtp.example.org:587
+                conditions: ["[CONNECTED] == true"]
+              - name: judged
+                url: tls://other.example.org:636
+                conditions: ["[CONNECTED] == true", "[CERTIFICATE_EXPIRATION] > 48h"]
+              - name: plain
+                url: tcp://db.example.org:5432
+                conditions: ["[CONNECTED] == true"]
+            """
+        ),
+        encoding="utf-8",
+    )
+    done = run("import", "gatus", str(path), "--db", db_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    note = "- certificate expiry: down when it expires within 14 days (Gatus only checked the connection)"
+    assert done.stdout.count(note) == 2
+    blocks = done.stdout.split("\n  added")
+    assert [
+        name
+        for name in ("ldaps", "mail", "judged", "plain")
+        for block in blocks
+        if note in block and f" {name} " in block
+    ] == ["ldaps", "mail"]
+    assert {name: row["expires_within_sec"] for name, row in monitors(db_path).items()} == {
+        "ldaps": 14 * 86_400,
+        "mail": 14 * 86_400,
+        "judged": 48 * 3600,
+        "plain": None,
+    }

@@ -410,6 +410,9 @@ DATABASE_MONITORS = [
     dict(id=4, name='sessions', type='redis', database_connection_string='redis://cache.lan', interval=60, timeout=5, active=0),
     dict(id=5, name='template', type='postgres', database_connection_string='postgres://username:password@host:port/database', interval=60, active=1),
     dict(id=6, name='mongo', type='mongodb', database_connection_string='mongodb://mongo.lan/app', interval=60, active=1),
+    # passwords typed in without percent-encoding: their pieces stand where the port would be
+    dict(id=7, name='pg typed', type='postgres', database_connection_string='postgres://app:Ab@cd:Kum4PgSecret/y@db.lan:5432/app', interval=60, active=1),
+    dict(id=8, name='redis typed', type='redis', database_connection_string='redis://:Ab@cd:Kum4RedisSecret/y@cache.lan:6379', interval=60, active=1),
 ]
 # fmt: on
 
@@ -433,8 +436,10 @@ def test_postgres_mysql_and_redis_monitors_become_database_monitors(tmp_path: Pa
     assert "- ignore TLS errors not carried over: rediss:// verifies the certificate" in out
     assert "skipped   template: cannot be added: url is not valid: " in out
     assert "skipped   mongo: Kuma type mongodb (a MongoDB query) has no monitor-tick kind" in out
-    assert "4 added, 0 already there, 2 skipped" in out
-    for secret in ("pg%40pw", "pg@pw", "old-pw", "n3w", "r3d1s"):
+    for name in ("pg typed", "redis typed"):
+        assert f"skipped   {name}: cannot be added: url is not valid: its port is not a number (a user" in out
+    assert "4 added, 0 already there, 4 skipped" in out
+    for secret in ("pg%40pw", "pg@pw", "old-pw", "n3w", "r3d1s", "Kum4PgSecret", "Kum4RedisSecret"):
         assert secret not in out
 
 
@@ -521,3 +526,20 @@ def test_to_file_writes_the_monitors_file_instead_of_the_database_and_apply_make
         2,
         "monitor-tick: --dry-run and --to-file contradict each other: give one\n",
     )
+
+
+# fmt: off
+MALFORMED_URLS = [
+    dict(id=1, name='site', type='http', url='https://u:Ab@[Kum4HttpSecret/x', interval=60, active=1, expiry_notification=1),
+    dict(id=2, name='ws', type='websocket-upgrade', url='wss://u:Ab@cd:Kum4WsSecret/y@chat.lan/', interval=60, active=1),
+]
+# fmt: on
+
+
+def test_a_malformed_url_is_skipped_saying_why_without_quoting_it(tmp_path: Path, db_path: str) -> None:
+    kuma_db = make_kuma_db(tmp_path / "kuma.db", KUMA_2_0, MALFORMED_URLS)
+    done = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "skipped   site: cannot be added: url is not valid: its host in [ ] is not an IPv6 address" in done.stdout
+    assert "skipped   ws: cannot be added: url is not valid: its port is not a number" in done.stdout
+    assert "Kum4" not in done.stdout

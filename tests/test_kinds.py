@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -94,7 +95,8 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
             monitor = new_monitor(name=None, url=url, interval_sec=300, aligned=False, given=given)
             assert getattr(monitor, option) == OTHER_VALUES[option]
         else:
-            refusal = f"^{OPTION_FLAGS[option]} does not apply to {kind.name} monitors$"
+            instead = f": {kind.instead[option]}" if option in kind.instead else ""
+            refusal = f"^{re.escape(f'{OPTION_FLAGS[option]} does not apply to {kind.name} monitors{instead}')}$"
             with pytest.raises(InvalidMonitor, match=refusal):
                 new_monitor(name=None, url=url, interval_sec=300, aligned=False, given=given)
 
@@ -110,7 +112,7 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
         ("tls://user@example.test", "tls:// takes only a host and a port"),
         ("tls://:443", "url has no host"),
         ("heartbeat:", "a heartbeat's url is the word 'heartbeat'"),
-        ("http://example.test:99999/", "url is not valid: Port out of range 0-65535"),
+        ("http://example.test:99999/", "url is not valid: its port is out of range (1 to 65535)"),
         (
             "postgresql://db.example.test/app",
             "postgresql:// needs a user: postgresql://user[:password]@host[:port]/dbname",
@@ -118,7 +120,7 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
         ("postgres://app@db.example.test/a/b", "postgresql:// takes one database name after the host"),
         (
             "postgresql://app@db.example.test/app?sslmode=strict",
-            "sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full (got 'strict')",
+            "sslmode must be one of disable, allow, prefer, require, verify-ca, verify-full",
         ),
         (
             "postgresql://app@db.example.test/app?sslmode=verify-full",
@@ -126,22 +128,22 @@ def test_each_kind_accepts_its_own_options_and_refuses_the_others_by_flag(kind: 
         ),
         (
             "postgresql://app@db.example.test/app?sslmode=verify-ca&sslrootcert=ca.pem",
-            "sslrootcert must be an absolute path or system (got 'ca.pem')",
+            "sslrootcert must be an absolute path or system",
         ),
         (
             "postgresql://app@db.example.test/app?options=-c%20x",
-            "postgresql:// does not take 'options': only sslmode, sslrootcert, host",
+            "postgresql:// takes only sslmode, sslrootcert, host in its query",
         ),
-        ("postgresql://app@db.example.test/app?host=run/pg", "host must be an absolute path (got 'run/pg')"),
+        ("postgresql://app@db.example.test/app?host=run/pg", "host must be an absolute path"),
         ("postgresql://app@db.example.test/app?host=/run/pg", "postgresql:// with host= takes no host but localhost"),
         ("postgresql://app@/app", "url has no host"),
         ("mysql://db.example.test/shop", "mysql:// needs a user: mysql://user[:password]@host[:port][/dbname]"),
         ("mariadb://app@db.example.test:0/shop", "port 0 cannot be connected to"),
-        ("mysql://app@db.example.test/shop?ssl=1", "mysql:// does not take 'ssl': only unix_socket, tls"),
-        ("mysql://app@db.example.test/shop?tls=true", "tls takes only 1 (got 'true'): tls=1 requires TLS"),
+        ("mysql://app@db.example.test/shop?ssl=1", "mysql:// takes only unix_socket, tls in its query"),
+        ("mysql://app@db.example.test/shop?tls=true", "mysql:// tls takes only 1: tls=1 requires TLS"),
         ("mysql://app@db.example.test/shop#x", "mysql:// takes no #fragment"),
-        ("redis://cache.example.test/db1", "redis:// takes a database number after the host (got 'db1')"),
-        ("redis://cache.example.test?db=1", "redis:// does not take 'db': no parameters"),
+        ("redis://cache.example.test/db1", "redis:// takes a database number after the host: redis://host/0"),
+        ("redis://cache.example.test?db=1", "redis:// takes no parameters in its query"),
         ("redis://ops@cache.example.test", "redis:// with a user needs its password: redis://user:password@host"),
     ],
 )

@@ -99,12 +99,12 @@ def test_postgresql_reads_nothing_from_libpqs_environment(
         if admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (PG_USER,)).fetchone() is None:
             admin.execute(f"CREATE DATABASE {PG_USER}")
     add(conn, f"postgresql://{PG_USER}@127.0.0.1:{pg.port}/postgres", name="no password", retries=0)
-    add(conn, f"postgresql://{PG_USER}:{PG_PASSWORD}@127.0.0.1:{pg.port}", name="database named after the user")
+    add(conn, f"postgresql://{PG_USER}:{PG_PASSWORD}@127.0.0.1:{pg.port}/{PG_USER}", name="its own database")
     for name, value in {"PGPASSWORD": PG_PASSWORD, "PGSSLMODE": "require", "PGDATABASE": "missing"}.items():
         monkeypatch.setenv(name, value)
     assert outcomes(tick(db_path)) == {
         "no password": ("down", "postgresql: authentication failed"),
-        "database named after the user": ("up", None),
+        "its own database": ("up", None),
     }
 
 

@@ -652,5 +652,5 @@ def test_a_url_too_long_for_httpx_is_still_refused_by_the_row_check() -> None:
     a plain-looking URL is invalid, not a check that fails inside monitor-tick every tick."""
     long_url = "http://127.0.0.1:9/" + "b" * 65_536
     wire.parsed.cache_clear()
-    with pytest.raises(InvalidMonitor, match="^url is not valid: URL too long$"):
+    with pytest.raises(InvalidMonitor, match="^url is longer than 65,536 characters$"):
         check_monitor(monitor(long_url))

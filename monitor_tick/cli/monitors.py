@@ -118,7 +118,8 @@ def add(
         str | None,
         typer.Option(
             help="A unique name, one line of at most 200 characters, no space at either end, not all digits "
-            "(those read as ids). [default: the URL, its credentials and query values hidden]"
+            "(those read as ids). "
+            "[default: the URL, its credentials and every query value hidden (a Docker engine's too)]"
         ),
     ] = None,
     every: Annotated[
@@ -179,7 +180,8 @@ def add(
     ca_file: Annotated[
         str | None,
         typer.Option(
-            help="https: a PEM file of certificate authorities to trust instead of the system's (a home lab's CA)."
+            help="https, tls, wss, rediss, smtp ?starttls=1, mysql ?tls=1: a PEM file of certificate authorities "
+            "to trust instead of the system's (a home lab's CA). PostgreSQL: the URL's sslrootcert."
         ),
     ] = None,
     insecure: Annotated[

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 import string
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlsplit, urlunsplit
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
@@ -20,27 +20,48 @@ _PLAIN_QUERY_SCHEMES = frozenset({"dns", "smtp", "docker"})
 ENV_REFERENCE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-def redact_url(url: str) -> str:
-    """The URL with user:password and every query value replaced by *** (a dns:// or docker://
-    query is kept).
+def redact_url(url: str, *, every_query: bool = False) -> str:
+    """The URL with user:password and every query value replaced by *** (a dns://, smtp:// or
+    docker:// query is kept, unless `every_query`: a public page or a default name shows none of
+    them, not a Docker engine's socket path or host either).
 
     'https://u:p@h/x?token=abc&a=1' -> 'https://***@h/x?token=***&a=***'. Never raises; text
-    that does not parse as a URL is returned with everything after the host hidden.
+    that does not parse as a URL is returned with everything after its scheme hidden, and so is
+    one with user info whose port is not a number: a password typed in with its '@', ':' or
+    '/' unencoded, whose pieces stand where the host, port and path should be.
     """
     try:
         parts = urlsplit(url)
+        if "@" in parts.netloc and not _port_readable(parts):
+            return _scheme_only(url)
         netloc = parts.netloc
         if "@" in netloc:
             netloc = f"{REDACTED}@{netloc.rsplit('@', 1)[1]}"
         query = parts.query
-        if query and parts.scheme.lower() not in _PLAIN_QUERY_SCHEMES:
+        if query and (every_query or parts.scheme.lower() not in _PLAIN_QUERY_SCHEMES):
             # 'key=value' keeps its key; a bare '?token' may be the secret itself
             query = "&".join(
                 f"{part.split('=', 1)[0]}={REDACTED}" if "=" in part else REDACTED for part in query.split("&")
             )
         return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
     except (ValueError, AttributeError, TypeError):
-        return f"{str(url)[:8]}{REDACTED}"
+        return _scheme_only(url)
+
+
+def _port_readable(parts: SplitResult) -> bool:
+    try:
+        parts.port  # noqa: B018 -- raises ValueError on a port that is not a number
+    except ValueError:
+        return False
+    return True
+
+
+def _scheme_only(url: object) -> str:
+    """'scheme://***' of a URL whose parts cannot be told apart, else ***."""
+    scheme, sep, _ = str(url).partition("://")
+    if sep and scheme[:1].isalpha() and scheme.isascii() and not scheme.strip(_SCHEME_CHARACTERS):
+        return f"{scheme}://{REDACTED}"
+    return REDACTED
 
 
 def redact_channel_url(url: str) -> str:
@@ -114,9 +135,9 @@ _LETTER = re.compile(r"[A-Za-z]")
 _URL_REST = re.compile(r"[^\s\"'<>]+")
 
 
-def redact_text(text: str) -> str:
-    """Free text (a monitor's name, an incident's cause) with every URL in it redacted, in time
-    linear in its length."""
+def redact_text(text: str, *, every_query: bool = False) -> str:
+    """Free text (a monitor's name, an incident's cause) with every URL in it redacted
+    (redact_url), in time linear in its length."""
     out: list[str] = []
     copied = 0  # text[:copied] is in out
     start = 0  # no scheme starts before this: the end of the last URL, or past a '://' without one
@@ -128,7 +149,7 @@ def redact_text(text: str) -> str:
         if letter is None or rest is None:
             start = colon + 1
             continue
-        out += [text[copied : letter.start()], redact_url(text[letter.start() : rest.end()])]
+        out += [text[copied : letter.start()], redact_url(text[letter.start() : rest.end()], every_query=every_query)]
         copied = start = rest.end()
     out.append(text[copied:])
     return "".join(out)

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
+from monitor_tick.core import urls
 from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_typed_name
 from monitor_tick.importers import channels
 from monitor_tick.importers.gatusvalues import (
@@ -60,6 +61,7 @@ from monitor_tick.importers.plan import (
     timeout_s,
     whole_minutes,
 )
+from monitor_tick.probes import PROBES
 
 SOURCE = "gatus"
 EXTRA = "monitor-tick[gatus]"
@@ -229,6 +231,7 @@ def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, 
         notes.append(f"body not carried over: monitor-tick's {kind} check sends nothing")
     read_conditions([str(c) for c in e.get("conditions") or []], planned, kind)
     planned.given.pop("expect", None)
+    _expiry_judged(planned, kind)
     _alerts(e.get("alerts") or [], alerting, providers, planned)
     for key in ("maintenance-windows", "ui", "extra-labels"):
         if e.get(key):
@@ -236,10 +239,26 @@ def _endpoint(e: dict[str, Any], alerting: dict[str, Any], providers: dict[str, 
     return planned
 
 
+def _expiry_judged(planned: Planned, kind: str) -> None:
+    """A note when the kind judges the certificate's expiry by default (tls://, STARTTLS) and the
+    endpoint set no [CERTIFICATE_EXPIRATION]: Gatus showed it up until the day it expired, and
+    the monitor is down days before. The default is kept (such a kind always judges expiry),
+    and said, as the Kuma importer says it."""
+    default_s = PROBES[kind].defaults.get("expires_within_sec")
+    if default_s is not None and "expires_within_sec" not in planned.given:
+        planned.notes.append(
+            f"certificate expiry: down when it expires within {default_s / 86_400:g} days "
+            "(Gatus only checked the connection)"
+        )
+
+
 def _kind(e: dict[str, Any], url: str) -> str:
     if e.get("dns"):
         return "dns"
-    scheme = urlsplit(url).scheme.lower()
+    try:
+        scheme = urls.split(url).scheme.lower()
+    except InvalidMonitor as exc:  # said in our words: the parser's quote the URL
+        raise channels.Unmapped(str(exc)) from None
     if not scheme and url.startswith("${"):
         raise channels.Unmapped(
             "url: monitor-tick needs its scheme written out (https://${HOST}/...) to know the kind of check"
@@ -255,7 +274,8 @@ def _kind(e: dict[str, Any], url: str) -> str:
         )
     if scheme in _KINDS:
         return _KINDS[scheme]
-    raise channels.Unmapped(f"url {url!r}: not an endpoint type monitor-tick knows")
+    # the scheme alone: the rest of an unknown kind's URL may hold a password
+    raise channels.Unmapped(f"url: {scheme}:// is not an endpoint type monitor-tick knows")
 
 
 def _client(client: dict[str, Any], planned: Planned, kind: str) -> None:

@@ -36,8 +36,9 @@ import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import quote, urlencode
 
+from monitor_tick.core import urls
 from monitor_tick.core.clock import format_duration_s
 from monitor_tick.core.model import AlertSettings, InvalidMonitor, check_typed_name, parse_expect
 from monitor_tick.importers import channels
@@ -283,7 +284,10 @@ def _docker_url(row: dict[str, Any], docker_hosts: Mapping[int, dict[str, Any]])
     if host is None:
         raise channels.Unmapped("a docker monitor without its Docker host")
     daemon = str(host.get("docker_daemon") or "").strip()
-    parts = urlsplit(daemon)
+    try:
+        parts = urls.split(daemon, "the Docker host's URL")
+    except InvalidMonitor as exc:  # said in our words: the parser's quote the URL
+        raise channels.Unmapped(str(exc)) from None
     if host.get("docker_type") == "socket":
         engine = f"unix://{daemon}"
     elif parts.scheme in ("tcp", "http"):
@@ -383,7 +387,8 @@ def _http(row: dict[str, Any], planned: Planned) -> None:
         notes.append(f"authentication not carried over: {what.get(auth, auth)}; monitor-tick sends basic auth only")
     if row.get("ignore_tls"):
         given["insecure"] = True
-    if row.get("expiry_notification") and urlsplit(url).scheme == "https" and not row.get("ignore_tls"):
+    # the scheme as written: a URL that does not parse is refused, saying why, when it is added
+    if row.get("expiry_notification") and url.lower().startswith("https://") and not row.get("ignore_tls"):
         given["expires_within_sec"] = _CERT_DAYS * 86_400
         notes.append(f"certificate expiry: down when it expires within {_CERT_DAYS} days (Kuma only notified)")
     redirects = int(row["maxredirects"]) if row.get("maxredirects") is not None else 10

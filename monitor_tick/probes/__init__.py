@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
+from monitor_tick.core import urls
 from monitor_tick.core.model import (
     COMMON_SETTINGS,
     MAX_NAME_CHARS,
@@ -102,11 +103,7 @@ def kind_of_url(url: str) -> str:
         raise InvalidMonitor("url is empty")
     if _WHITESPACE.search(url):
         raise InvalidMonitor("url contains whitespace")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 -- raises ValueError on a bad port
-    except ValueError as exc:
-        raise InvalidMonitor(f"url is not valid: {exc}") from None
+    parts = urls.split(url)
     kind = KIND_OF_SCHEME.get((parts.scheme or url).lower())  # a bare word: a kind with no address
     if kind is None:
         raise InvalidMonitor(
@@ -127,9 +124,15 @@ def check_monitor(monitor: Monitor) -> Kind:
     check_common(monitor)
     for option in OPTIONS:
         if option not in kind.options and getattr(monitor, option) != default_of(kind, option):
-            raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
+            raise _not_for(kind, option)
     kind.check(monitor)
     return kind
+
+
+def _not_for(kind: Kind, option: str) -> InvalidMonitor:
+    """The refusal of an option `kind` does not take, saying what to write instead if anything."""
+    instead = f": {kind.instead[option]}" if option in kind.instead else ""
+    return InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors{instead}")
 
 
 def new_monitor(
@@ -147,7 +150,7 @@ def new_monitor(
     kind = PROBES[kind_of_url(url)]
     for option in given:
         if option not in kind.options:
-            raise InvalidMonitor(f"{OPTION_FLAGS[option]} does not apply to {kind.name} monitors")
+            raise _not_for(kind, option)
     monitor = draft_monitor(url=url, given=given, **settings)
     check_name(monitor.name, may_be_number=False)
     check_monitor(monitor)
@@ -183,8 +186,10 @@ def draft_monitor(
 
 
 def _default_name(url: str) -> str:
-    """The URL as a name: shown everywhere, so without secrets, and cut to a name's length."""
-    name = normal_name(redact_url(url))
+    """The URL as a name: shown everywhere, the public status page too, so without secrets nor
+    any query value (a Docker engine's socket path or host, a DNS server), and cut to a name's
+    length."""
+    name = normal_name(redact_url(url, every_query=True))
     return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 1] + "…"
 
 

@@ -135,6 +135,8 @@ class Kind(NamedTuple):
     host_local  what makes a monitor's target this machine itself ('a loopback address', 'a unix
               socket'), or None: its failure never crossed a network, so a failed network canary
               never sets it aside, and a fleet refuses it (each host would probe its own)
+    instead   option -> what to write instead, for an option it does not take but does otherwise
+              (postgresql's CA is its URL's sslrootcert, not --ca-file)
     """
 
     name: str
@@ -148,6 +150,7 @@ class Kind(NamedTuple):
     unusable: Callable[[Monitor], str | None] = lambda monitor: None
     host_check: Callable[[], str | None] = lambda: None
     host_local: Callable[[Monitor], str | None] = url_host_local
+    instead: Mapping[str, str] = _EMPTY
 
 
 MAX_CONDITION_CHARS = 120  # of one failed condition's cause; a check has at most six conditions

@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.core.records import NamedTuple
+from monitor_tick.probes import request
 from monitor_tick.probes.guard import UNIX_SOCKETS, AddressGuard, BlockedAddress
 from monitor_tick.probes.net import (
     cause_of_os_error,
@@ -82,8 +83,9 @@ def target_of(
     names = [name for name, _ in pairs]
     unknown = sorted(set(names) - set(params))
     if unknown:
+        # the parameter is not named: a bare '?word' may be a password typed in the wrong place
         takes = f"only {', '.join(params)}" if params else "no parameters"
-        raise InvalidMonitor(f"{scheme}:// does not take {unknown[0]!r}: {takes}")
+        raise InvalidMonitor(f"{scheme}:// takes {takes} in its query")
     if len(set(names)) != len(names):
         raise InvalidMonitor(f"{scheme}:// takes each parameter once")
     values = dict(pairs)
@@ -91,7 +93,7 @@ def target_of(
     host = parts.hostname
     if socket is not None:
         if not socket.startswith("/"):
-            raise InvalidMonitor(f"{socket_param} must be an absolute path (got {socket!r})")
+            raise InvalidMonitor(f"{socket_param} must be an absolute path")
         if host not in (None, "localhost"):
             raise InvalidMonitor(f"{scheme}:// with {socket_param}= takes no host but localhost")
         host = None
@@ -111,17 +113,18 @@ def target_of(
 def check_login(scheme: str, target: Target, usage: str) -> None:
     """A URL that names the user (a driver's default, the OS user cron runs as, would differ from
     host to host) and at most one database. Raises InvalidMonitor."""
-    if target.user is None:
+    if not target.user:  # none, or an empty one (mysql://:password@host)
         raise InvalidMonitor(f"{scheme}:// needs a user: {usage}")
     if "/" in target.path:
         raise InvalidMonitor(f"{scheme}:// takes one database name after the host")
 
 
-def check_expiry(monitor: Monitor, tls: bool, needs: str) -> None:
-    """--expires-within, which only a URL that requires TLS can use (`needs` says how)."""
+def check_tls_options(monitor: Monitor, tls: bool, needs: str) -> None:
+    """--expires-within and --ca-file, which only a URL that requires TLS can use (`needs` says how)."""
     if monitor.expires_within_sec is not None and not tls:
         raise InvalidMonitor(f"--expires-within needs {needs}")
     check_expires_within(monitor)
+    request.check_own_trust(monitor, tls, needs)
 
 
 def answered(monitor: Monitor, now_ms: int, latency_ms: int, cert: dict[str, Any] | None, tls: bool) -> ProbeResult:

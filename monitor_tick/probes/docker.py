@@ -27,6 +27,7 @@ import time
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlsplit
 
+from monitor_tick.core import urls
 from monitor_tick.core.clock import elapsed_ms, format_duration_s, ms_to_s, parse_iso_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import latency
@@ -186,11 +187,7 @@ def _check(monitor: Monitor) -> None:
 
 
 def _check_engine(host: str) -> None:
-    try:
-        engine = urlsplit(host)
-        engine.port  # noqa: B018 -- raises ValueError on a bad port
-    except ValueError as exc:
-        raise InvalidMonitor(f"docker:// host is not valid: {exc}") from None
+    engine = urls.split(host, "docker:// host")
     if engine.scheme == "unix" and not engine.netloc and engine.path.startswith("/") and not engine.query:
         return
     if engine.scheme == "tcp" and engine.hostname and engine.path in ("", "/") and not engine.query:

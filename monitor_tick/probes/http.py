@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import sys
 import time
-from urllib.parse import urlsplit
 
+from monitor_tick.core import urls
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import (
     InvalidMonitor,
@@ -306,13 +306,7 @@ async def _probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
 
 
 def _check(monitor: Monitor) -> None:
-    parts = urlsplit(monitor.url)
-    if not parts.hostname:
-        raise InvalidMonitor("url has no host")
-    try:
-        wire.parsed(monitor.url)  # what the probe will send: refuse here what httpx would refuse
-    except wire.InvalidURL as exc:
-        raise InvalidMonitor(f"url is not valid: {exc}") from None
+    parts = urls.check_http(monitor.url)
     request.check(monitor)
     parse_expect(monitor.expect_status)
     check_text(monitor.keyword, "keyword")

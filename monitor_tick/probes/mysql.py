@@ -26,7 +26,7 @@ from types import ModuleType
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import database, latency
+from monitor_tick.probes import database, latency, request
 from monitor_tick.probes.base import Kind, ProbeContext
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
@@ -194,8 +194,8 @@ def _check(monitor: Monitor) -> None:
     target = _target(monitor)
     database.check_login("mysql", target, USAGE)
     if target.params.get("tls", "1") != "1":
-        raise InvalidMonitor(f"tls takes only 1 (got {target.params['tls']!r}): tls=1 requires TLS")
-    database.check_expiry(monitor, _tls(target), "tls=1 (mysql://...?tls=1)")
+        raise InvalidMonitor("mysql:// tls takes only 1: tls=1 requires TLS")
+    database.check_tls_options(monitor, _tls(target), "tls=1 (mysql://...?tls=1)")
     latency.check(monitor)
 
 
@@ -209,8 +209,8 @@ KIND = Kind(
     name="mysql",
     schemes=("mysql", "mariadb"),
     usage=USAGE,
-    probe=latency.judged(probe_mysql),
+    probe=latency.judged(request.own_trust(probe_mysql)),
     check=_check,
     host_check=database.driver_check("pymysql", "PyMySQL", "mysql"),
-    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
+    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION, "ca_file"}),
 )

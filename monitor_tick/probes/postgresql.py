@@ -2,7 +2,7 @@
 user in and answers `SELECT 1` within the deadline; then the connection is closed.
 
 Through psycopg (the `postgres` extra), imported only when such a monitor is probed. Port 5432
-and the database named after the user unless given. Parameters, as libpq spells them: `sslmode`
+unless given; the database is always named. Parameters, as libpq spells them: `sslmode`
 (libpq's default `prefer` unless given) and `sslrootcert` (an absolute path, or `system`; needed
 by verify-ca and verify-full), and `host=/dir`, a unix socket's directory, in a URL with no
 host (`postgresql://user@/dbname?host=/run/postgresql`).
@@ -21,7 +21,7 @@ from types import ModuleType
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import database, latency
+from monitor_tick.probes import database, latency, request
 from monitor_tick.probes.base import Kind, ProbeContext
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
@@ -78,7 +78,7 @@ def settings_of(target: database.Target, address: str | None, timeout_s: float) 
         "user": user,
         "password": password or "",  # given, even empty: PGPASSWORD is not read
         "passfile": _NO_PASSFILE,
-        "dbname": target.path or user,
+        "dbname": target.path,
         "sslmode": target.params.get("sslmode", "prefer"),
         "connect_timeout": max(_LIBPQ_MIN_TIMEOUT_S, math.ceil(timeout_s)),
         "application_name": "monitor-tick",
@@ -133,15 +133,28 @@ def _target(monitor: Monitor) -> database.Target:
 def _check(monitor: Monitor) -> None:
     target = _target(monitor)
     database.check_login("postgresql", target, USAGE)
+    if not target.path:  # libpq would take the user's name: say which database is meant
+        raise InvalidMonitor(f"postgresql:// needs a database name: {USAGE}")
     sslmode = target.params.get("sslmode", "prefer")
     if sslmode not in SSLMODES:
-        raise InvalidMonitor(f"sslmode must be one of {', '.join(SSLMODES)} (got {sslmode!r})")
+        raise InvalidMonitor(f"sslmode must be one of {', '.join(SSLMODES)}")
     rootcert = target.params.get("sslrootcert")
-    if rootcert is not None and rootcert != "system" and not rootcert.startswith("/"):
-        raise InvalidMonitor(f"sslrootcert must be an absolute path or system (got {rootcert!r})")
+    if rootcert is not None and rootcert != "system":
+        _check_rootcert(rootcert)
     if sslmode.startswith("verify-") and rootcert is None:
         raise InvalidMonitor(f"sslmode={sslmode} needs sslrootcert=PATH (a CA file) or sslrootcert=system")
     latency.check(monitor)
+
+
+def _check_rootcert(path: str) -> None:
+    """A CA file this machine can read: checked on `add` and on every due row, so that a file
+    missing (or moved away later) is a configuration error, never a down check. Its path is
+    not quoted: it is a value of the URL's query."""
+    if not path.startswith("/"):
+        raise InvalidMonitor("sslrootcert must be an absolute path or system")
+    problem = request.ca_file_problem(path)
+    if problem is not None:
+        raise InvalidMonitor(f"sslrootcert: {problem}")
 
 
 def _psycopg() -> ModuleType:
@@ -158,4 +171,5 @@ KIND = Kind(
     check=_check,
     host_check=database.driver_check("psycopg", "psycopg", "postgres"),
     options=frozenset({"timeout_s", "retries", latency.OPTION}),
+    instead={"ca_file": "use ?sslmode=verify-full&sslrootcert=/path/ca.pem"},
 )

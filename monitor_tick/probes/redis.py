@@ -5,7 +5,7 @@ connection is closed.
 Through redis-py's asyncio client (the `redis` extra), imported only when such a monitor is
 probed: one connection, no pool, no retries (the tick retries a failed check itself). Port 6379
 and database 0 unless given. rediss:// verifies the certificate as tls:// does (the tick's
-trust) and judges its expiry with --expires-within when given.
+trust, or --ca-file's CA) and judges its expiry with --expires-within when given.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from types import ModuleType
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import database, latency
+from monitor_tick.probes import database, latency, request
 from monitor_tick.probes.base import Kind, ProbeContext
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
@@ -26,6 +26,9 @@ if TYPE_CHECKING:
 
 DEFAULT_PORT = 6379
 TLS_SCHEME = "rediss"
+# a server has at most INT_MAX databases (its `databases` setting), numbered from 0: a larger
+# number can never be selected
+MAX_DATABASE = 2**31 - 2
 
 
 async def probe_redis(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
@@ -140,8 +143,10 @@ def _check(monitor: Monitor) -> None:
     if target.user and target.password is None:  # AUTH takes a user with a password, or a password
         raise InvalidMonitor("redis:// with a user needs its password: redis://user:password@host")
     if target.path and not (target.path.isdigit() and target.path.isascii()):
-        raise InvalidMonitor(f"redis:// takes a database number after the host (got {target.path!r})")
-    database.check_expiry(monitor, _scheme(monitor) == TLS_SCHEME, "a rediss:// url")
+        raise InvalidMonitor("redis:// takes a database number after the host: redis://host/0")
+    if target.path and int(target.path) > MAX_DATABASE:
+        raise InvalidMonitor(f"redis:// database number must be 0 to {MAX_DATABASE}")
+    database.check_tls_options(monitor, _scheme(monitor) == TLS_SCHEME, "a rediss:// url")
     latency.check(monitor)
 
 
@@ -156,8 +161,8 @@ KIND = Kind(
     name="redis",
     schemes=("redis", TLS_SCHEME),
     usage="redis(s)://[[user]:password@]host[:port][/db]",
-    probe=latency.judged(probe_redis),
+    probe=latency.judged(request.own_trust(probe_redis)),
     check=_check,
     host_check=database.driver_check("redis", "redis-py", "redis"),
-    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
+    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION, "ca_file"}),
 )

@@ -28,6 +28,9 @@ TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (
 if TYPE_CHECKING:
     import ssl
 
+    from monitor_tick.core.model import ProbeResult
+    from monitor_tick.probes.base import Probe, ProbeContext
+
 USER_AGENT = "monitor-tick (uptime check)"
 
 
@@ -258,14 +261,48 @@ def _check_headers(monitor: Monitor) -> None:
             raise InvalidMonitor(f"--header {name} is set by monitor-tick itself")
 
 
+def check_own_trust(monitor: Monitor, speaks_tls: bool, needs: str) -> None:
+    """--ca-file on a kind that speaks TLS: only on a URL that does (`needs` says how to write
+    one), and a file TLS can verify with, on every due row too (a file that goes away makes the
+    monitor invalid, never down). Raises InvalidMonitor."""
+    if monitor.ca_file is None:
+        return
+    if not speaks_tls:
+        raise InvalidMonitor(f"--ca-file needs {needs}")
+    _check_ca_file(monitor.ca_file)
+
+
+def own_trust(probe: Probe) -> Probe:
+    """`probe` with ctx.tls() the monitor's own trust when it has a --ca-file: an SSL context
+    of its own, made once a tick for each CA file (the tick's contexts)."""
+
+    async def probe_trusting(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+        setting = tls_setting(monitor)
+        if setting is not None:
+            own = ctx.clients.context(setting) if ctx.clients is not None else ssl_context_for(setting)
+            ctx = ctx._replace(ssl_context=own)
+        return await probe(monitor, ctx)
+
+    return probe_trusting
+
+
 def _check_ca_file(path: str) -> None:
     if not isinstance(path, str) or not path:
         raise InvalidMonitor("--ca-file is empty")
+    problem = ca_file_problem(path)
+    if problem is not None:
+        raise InvalidMonitor(f"--ca-file {path}: {problem}")
+
+
+def ca_file_problem(path: str) -> str | None:
+    """Why `path` is not a CA file TLS can verify with ('No such file or directory', 'not a PEM
+    file of certificates'), or None."""
     import ssl
 
     try:
         ssl_context_for((path, False))
     except ssl.SSLError:
-        raise InvalidMonitor(f"--ca-file {path}: not a PEM file of certificates") from None
+        return "not a PEM file of certificates"
     except OSError as exc:
-        raise InvalidMonitor(f"--ca-file {path}: {exc.strerror or 'cannot be read'}") from None
+        return exc.strerror or "cannot be read"
+    return None

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import latency
+from monitor_tick.probes import latency, request
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
     address,
@@ -151,6 +151,7 @@ def _check(monitor: Monitor) -> None:
     check_expires_within(monitor)
     if not starttls(monitor) and monitor.expires_within_sec != DEFAULT_EXPIRES_WITHIN_SEC:
         raise InvalidMonitor("--expires-within needs ?starttls=1: smtp://host[:port]?starttls=1")
+    request.check_own_trust(monitor, starttls(monitor), "?starttls=1: smtp://host[:port]?starttls=1")
     latency.check(monitor)
 
 
@@ -158,8 +159,8 @@ KIND = Kind(
     name="smtp",
     schemes=("smtp",),
     usage="smtp://host[:port][?starttls=1]",
-    probe=latency.judged(probe_smtp),
+    probe=latency.judged(request.own_trust(probe_smtp)),
     check=_check,
-    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
+    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION, "ca_file"}),
     defaults={"expires_within_sec": DEFAULT_EXPIRES_WITHIN_SEC},
 )

@@ -1,12 +1,13 @@
 """tls://host[:port] (port 443 by default): a TLS handshake, verified like an HTTPS request, and
 the certificate's expiry. Down when the certificate is invalid or expires within
---expires-within (14 days unless given); the cause carries the days left and the date."""
+--expires-within (14 days unless given); the cause carries the days left and the date. A CA
+of its own (--ca-file) is trusted instead of the tick's."""
 
 from __future__ import annotations
 
 from monitor_tick.core.clock import parse_duration_s
 from monitor_tick.core.model import Monitor, ProbeResult
-from monitor_tick.probes import latency
+from monitor_tick.probes import latency, request
 from monitor_tick.probes.base import Kind, ProbeContext
 from monitor_tick.probes.net import (
     address,
@@ -35,6 +36,7 @@ async def probe_tls(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
 
 def _check(monitor: Monitor) -> None:
     check_address(monitor, port_required=False)
+    request.check_own_trust(monitor, True, "a TLS url")
     check_expires_within(monitor)
     latency.check(monitor)
 
@@ -43,8 +45,8 @@ KIND = Kind(
     name="tls",
     schemes=("tls",),
     usage="tls://host[:port]",
-    probe=latency.judged(probe_tls),
+    probe=latency.judged(request.own_trust(probe_tls)),
     check=_check,
-    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
+    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION, "ca_file"}),
     defaults={"expires_within_sec": DEFAULT_EXPIRES_WITHIN_SEC},
 )

@@ -27,7 +27,7 @@ from urllib.parse import urlsplit
 
 from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import latency
+from monitor_tick.probes import latency, request
 from monitor_tick.probes.base import Kind, ProbeContext, failed_conditions
 from monitor_tick.probes.net import (
     CLOSE_WAIT_S,
@@ -134,6 +134,7 @@ def _check(monitor: Monitor) -> None:
     if monitor.expires_within_sec is not None and parts.scheme.lower() != "wss":
         raise InvalidMonitor("--expires-within needs a wss:// url")
     check_expires_within(monitor)
+    request.check_own_trust(monitor, parts.scheme.lower() == "wss", "a wss:// url")
     latency.check(monitor)
 
 
@@ -149,9 +150,9 @@ KIND = Kind(
     name="ws",
     schemes=("ws", "wss"),
     usage="ws(s)://host[:port]/path",
-    probe=latency.judged(probe_ws),
+    probe=latency.judged(request.own_trust(probe_ws)),
     check=_check,
-    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION}),
+    options=frozenset({"timeout_s", "retries", "expires_within_sec", latency.OPTION, "ca_file"}),
     host_check=available,
 )
 

@@ -17,8 +17,11 @@ USER_AGENT = "monitor-tick (ping)"
 
 
 def check_ping_url(url: str) -> None:
-    """Raises ValueError when `url` cannot be pinged: an http(s) URL with a host."""
-    parts = urlsplit(url)
+    """Raises ValueError when `url` cannot be pinged: an http(s) URL with a host, whose port
+    reads (a password typed in unencoded would be shown as its host: `where`)."""
+    from monitor_tick.core import urls  # only with --ping-url: the idle tick does without it
+
+    parts = urls.split(url)
     if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
         raise ValueError("must be an http:// or https:// URL with a host")
 

@@ -136,14 +136,17 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
         monitors.append(
             MonitorStatus(
                 id=row["id"],
-                name=redact_text(row["name"]),
+                name=redact_text(row["name"], every_query=True),
                 state=monitor_state(row),
                 last_check_ms=row["last_check_ms"],
                 windows=windows,
                 days=days,
-                incidents=[Incident(i["started_at_ms"], i["resolved_at_ms"], redact_text(i["cause"])) for i in own],
+                incidents=[
+                    Incident(i["started_at_ms"], i["resolved_at_ms"], redact_text(i["cause"], every_query=True))
+                    for i in own
+                ],
                 incident_count=own[0]["total"] if own else 0,
-                group=None if row["group_name"] is None else redact_text(row["group_name"]),
+                group=None if row["group_name"] is None else redact_text(row["group_name"], every_query=True),
                 places=_places(conn, row, now_ms),
             )
         )

@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.adapt import Loader
 
+from monitor_tick.core import urls
+from monitor_tick.core.model import InvalidMonitor
 from monitor_tick.core.redact import redact_url
 from monitor_tick.store.db import ConstraintError, EngineError, StoreError, script_statements
 from monitor_tick.store.due import due_ids_sql, due_rows_sql, select_due_sql
@@ -271,6 +273,11 @@ def _connect(
         # stopped there (a paused VM, SIGSTOP) would hold the fleet's write lock, and the other
         # hosts' writes would wait for it until they fail (run/shares.py connects again)
         settings += f" -c idle_in_transaction_session_timeout={max(int(idle_in_transaction_s * 1000), 1)}"
+
+    try:  # libpq's own messages quote a URL it cannot parse whole, its password too
+        urls.split(url, "--db", host_list=True)
+    except InvalidMonitor as exc:
+        raise StoreError(f"cannot connect to database {shown(url)}: {exc}") from None
 
     def connect() -> psycopg.Connection[Any]:
         try:

@@ -45,6 +45,11 @@ def added_before_minute() -> dict[str, str]:
         ("https://example.org/#frag-secret", "https://example.org/"),
         ("https://example.org/p?s3cr3ttoken", "https://example.org/p?***"),
         ("https://example.org/p?a=1&bare", "https://example.org/p?a=***&***"),
+        # a password with '@', ':' and '/' typed in unencoded: its pieces would show as host and path
+        ("postgresql://app:Ab@cd:TopSecretX/y@127.0.0.1:5432/appdb", "postgresql://***"),
+        ("redis://:Ab@cd:TopSecretX@127.0.0.1:6379:1", "redis://***"),
+        ("https://[::1/x", "https://***"),
+        ("tcp://host:port", "tcp://host:port"),  # a usage example in a cause: no user info, nothing hidden
     ],
 )
 def test_urls_are_redacted_for_display(url: str, shown: str) -> None:
