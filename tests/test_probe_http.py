@@ -104,9 +104,9 @@ def test_a_refused_connection_is_connect_refused(db_path: str) -> None:
     assert recorded(result) == ("down", None, None, "connect refused")
 
 
-def test_tls_to_a_server_that_speaks_plain_http_is_tls(db_path: str, local_server: LocalServer) -> None:
+def test_tls_to_a_server_that_speaks_plain_http_is_tls_not_spoken(db_path: str, local_server: LocalServer) -> None:
     result = tick_check(db_path, local_server.url("/ok").replace("http://", "https://"))
-    assert recorded(result) == ("down", None, None, "tls")
+    assert recorded(result) == ("down", None, None, "tls: not spoken by the server")
     assert local_server.hits.total == 0  # the handshake never became a request
 
 
