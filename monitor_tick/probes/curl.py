@@ -186,7 +186,9 @@ def phases_ms(handle: pycurl.Curl, lookup_ms: float) -> tuple[int, int, int, int
 # (cause_of); 35 (handshake failed) says the server does not speak TLS when it sent no TLS
 # record; 60 (not verified) is named from the verify result (VERIFY_CAUSES).
 CAUSES: dict[int, str] = {
-    1: "unsupported protocol",  # CURLE_UNSUPPORTED_PROTOCOL
+    # CURLE_UNSUPPORTED_PROTOCOL: every URL handed to curl is http(s) (a redirect elsewhere is
+    # refused before it), so this is an answer in no HTTP version curl speaks
+    1: "protocol error",
     5: "dns",  # CURLE_COULDNT_RESOLVE_PROXY (never: names are pinned)
     6: "dns",  # CURLE_COULDNT_RESOLVE_HOST (never: names are pinned)
     7: "connect error",  # CURLE_COULDNT_CONNECT
@@ -212,6 +214,8 @@ CAUSES: dict[int, str] = {
 # OpenSSL's verify results (X509_V_ERR_*) behind code 60; 0: the chain verified, the name did not
 VERIFY_CAUSES: dict[int, str] = {
     0: "tls: certificate is for another host",
+    # X509_V_ERR_UNSPECIFIED: what this libcurl records when its own check of the name fails
+    1: "tls: certificate is for another host",
     10: "tls: certificate expired",  # CERT_HAS_EXPIRED
     18: "tls: self-signed certificate",  # DEPTH_ZERO_SELF_SIGNED_CERT
     19: "tls: self-signed certificate",  # SELF_SIGNED_CERT_IN_CHAIN
