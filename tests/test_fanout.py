@@ -133,18 +133,18 @@ def test_recent_rollups_reads_each_monitors_newest_hour(any_db: str) -> None:
     conn = store.open_db(any_db)
     a, b, c = add(conn, "http://a.test/"), add(conn, "http://b.test/"), add(conn, "http://c.test/")
     hour_ms = clock.minute_start_ms(MINUTE)
-    for minute in (MINUTE - 60, MINUTE - 59):  # the previous hour: a slow and handed to httpx, b down
+    for minute in (MINUTE - 60, MINUTE - 59):  # the previous hour: a slow, b down
         at_ms = clock.minute_start_ms(minute)
-        results = [CheckResult(a, "up", 900, handed_at_ms=at_ms), CheckResult(b, "down", None, None, "timeout")]
+        results = [CheckResult(a, "up", 900), CheckResult(b, "down", None, None, "timeout")]
         store.write_results(conn, [], at_ms, results, at_ms)
-    store.write_results(conn, [], hour_ms, [CheckResult(a, "up", 30)], hour_ms)  # this hour: a fast, on the wire
+    store.write_results(conn, [], hour_ms, [CheckResult(a, "up", 30)], hour_ms)  # this hour: a fast
     last_ms = clock.minute_start_ms(MINUTE - 59)
-    assert store.recent_rollups(conn, [a, b, c]) == {a: (0, 30, hour_ms, None), b: (2, None, last_ms, None)}
-    # b's newest check was handed over; a late tick's older check, counted after it, was not
+    assert store.recent_rollups(conn, [a, b, c]) == {a: (0, 30, hour_ms), b: (2, None, last_ms)}
+    # a late tick's older check, counted after a newer one, leaves the newest check's time
     newer_ms = hour_ms + 60_000
-    store.write_results(conn, [], newer_ms, [CheckResult(b, "up", 10, handed_at_ms=newer_ms)], newer_ms)
+    store.write_results(conn, [], newer_ms, [CheckResult(b, "up", 10)], newer_ms)
     store.write_results(conn, [], hour_ms, [CheckResult(b, "up", 10)], hour_ms)
-    assert store.recent_rollups(conn, [b])[b] == (0, 10, newer_ms, newer_ms)
+    assert store.recent_rollups(conn, [b])[b] == (0, 10, newer_ms)
     conn.close()
     assert store.recent_rollups(conn, []) == {}
 

@@ -437,42 +437,6 @@ def cause_of(code: int, handle: pycurl.Curl, tls_in: bytes | None, os_errno: int
     return CAUSES.get(code, "protocol error")
 
 
-def trust_options(verify: object, setting: tuple[str | None, bool] | None) -> dict[int, object]:
-    """curl's TLS options for a monitor's tls_setting (request.tls_setting; None: the tick's
-    `verify`: True for SSL_CERT_FILE, else SSL_CERT_DIR, else certifi's bundle; False for none;
-    a CA file; or an ssl.SSLContext, whose CA certificates and verify mode are used)."""
-    import pycurl
-
-    if setting is not None:
-        ca_file, insecure = setting
-        verify = False if insecure else ca_file
-    if verify is False:
-        return {pycurl.SSL_VERIFYPEER: 0, pycurl.SSL_VERIFYHOST: 0}
-    if isinstance(verify, str):
-        return {pycurl.CAINFO: verify, pycurl.CAPATH: None}
-    if verify is True:
-        from monitor_tick.probes.request import trust_locations
-
-        cafile, capath = trust_locations()
-        if capath:
-            return {pycurl.CAPATH: capath, pycurl.CAINFO: None}
-        if not cafile:
-            import certifi
-
-            cafile = certifi.where()
-        return {pycurl.CAINFO: cafile, pycurl.CAPATH: None}
-    import ssl  # an embedder's context: its CA certificates, its verification
-
-    assert isinstance(verify, ssl.SSLContext)
-    if verify.verify_mode == ssl.CERT_NONE:
-        return {pycurl.SSL_VERIFYPEER: 0, pycurl.SSL_VERIFYHOST: 0}
-    pem = "".join(ssl.DER_cert_to_PEM_cert(der) for der in verify.get_ca_certs(binary_form=True))
-    options: dict[int, object] = {pycurl.CAINFO_BLOB: pem.encode("ascii"), pycurl.CAPATH: None}
-    if not verify.check_hostname:
-        options[pycurl.SSL_VERIFYHOST] = 0
-    return options
-
-
 def expires_at_ms(certs: list[list[tuple[str, str]]]) -> int | None:
     """The leaf certificate's notAfter (CERTINFO's first certificate) as epoch ms, or None."""
     import calendar

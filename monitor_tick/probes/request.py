@@ -207,12 +207,44 @@ class Contexts:
         return self._contexts[setting]
 
     def curl_trust(self, setting: tuple[str | None, bool] | None) -> dict[int, object]:
-        """curl's TLS options for HTTP checks of this setting (curl.trust_options)."""
+        """curl's TLS options for HTTP checks of this setting (curl_trust_options)."""
         if setting not in self._curl:
-            from monitor_tick.probes.curl import trust_options
-
-            self._curl[setting] = trust_options(self._verify, setting)
+            self._curl[setting] = curl_trust_options(self._verify, setting)
         return self._curl[setting]
+
+
+def curl_trust_options(verify: object, setting: tuple[str | None, bool] | None) -> dict[int, object]:
+    """curl's TLS options for a monitor's tls_setting (request.tls_setting; None: the tick's
+    `verify`: True for SSL_CERT_FILE, else SSL_CERT_DIR, else certifi's bundle; False for none;
+    a CA file; or an ssl.SSLContext, whose CA certificates and verify mode are used)."""
+    import pycurl
+
+    if setting is not None:
+        ca_file, insecure = setting
+        verify = False if insecure else ca_file
+    if verify is False:
+        return {pycurl.SSL_VERIFYPEER: 0, pycurl.SSL_VERIFYHOST: 0}
+    if isinstance(verify, str):
+        return {pycurl.CAINFO: verify, pycurl.CAPATH: None}
+    if verify is True:
+        cafile, capath = trust_locations()
+        if capath:
+            return {pycurl.CAPATH: capath, pycurl.CAINFO: None}
+        if not cafile:
+            import certifi
+
+            cafile = certifi.where()
+        return {pycurl.CAINFO: cafile, pycurl.CAPATH: None}
+    import ssl  # an embedder's context: its CA certificates, its verification
+
+    assert isinstance(verify, ssl.SSLContext)
+    if verify.verify_mode == ssl.CERT_NONE:
+        return {pycurl.SSL_VERIFYPEER: 0, pycurl.SSL_VERIFYHOST: 0}
+    pem = "".join(ssl.DER_cert_to_PEM_cert(der) for der in verify.get_ca_certs(binary_form=True))
+    options: dict[int, object] = {pycurl.CAINFO_BLOB: pem.encode("ascii"), pycurl.CAPATH: None}
+    if not verify.check_hostname:
+        options[pycurl.SSL_VERIFYHOST] = 0
+    return options
 
 
 def ssl_context_for(setting: tuple[str | None, bool]) -> ssl.SSLContext:

@@ -253,7 +253,7 @@ def shown(text: str, monitor: Monitor) -> str:
     return hide_values(text, monitor)
 
 
-_NEVER_CHECKED: Recent = (0, None, -1, None)
+_NEVER_CHECKED: Recent = (0, None, -1)
 
 
 def start_order(monitors: Sequence[Monitor], recent: Mapping[int, Recent], minute: int) -> list[int]:
@@ -273,7 +273,7 @@ def start_order(monitors: Sequence[Monitor], recent: Mapping[int, Recent], minut
 
     def key(index: int) -> tuple[int, float, int]:
         monitor = monitors[index]
-        failures, latency_ms_max, last_check_ms, _ = recent.get(monitor.id, _NEVER_CHECKED)
+        failures, latency_ms_max, last_check_ms = recent.get(monitor.id, _NEVER_CHECKED)
         if last_check_ms < minute_start_ms - clock.s_to_ms(monitor.effective_interval_sec):
             return (2, last_check_ms, index)  # undecided: oldest last check first
         if failures:
