@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
         def curl_trust(self, setting: TlsSetting | None) -> dict[int, object]: ...
 
+        def proxies(self) -> dict[str, str]: ...
+
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})  # the default of a Mapping field: never written to
 

@@ -99,18 +99,25 @@ class Engine:
         self._watched[fd] = event
 
     def _unwatch(self, fd: int) -> None:
+        import pycurl
+
         assert self._loop is not None
-        if self._watched.pop(fd, None) is not None:
+        event = self._watched.pop(fd, None)
+        if event in (pycurl.POLL_IN, pycurl.POLL_INOUT):
             self._loop.remove_reader(fd)
+        if event in (pycurl.POLL_OUT, pycurl.POLL_INOUT):
             self._loop.remove_writer(fd)
 
     def _on_timer(self, timeout_ms: int) -> None:
         assert self._loop is not None
+        when = self._loop.time() + timeout_ms / 1000
         if self._timer is not None:
+            if timeout_ms >= 0 and abs(self._timer.when() - when) < 0.001:
+                return  # the wake-up curl asks for is the one set (it asks again on most events)
             self._timer.cancel()
             self._timer = None
         if timeout_ms >= 0:
-            self._timer = self._loop.call_later(timeout_ms / 1000, self._on_timeout)
+            self._timer = self._loop.call_at(when, self._on_timeout)
 
     # the loop's callbacks
 

@@ -74,7 +74,7 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         async with asyncio.timeout(monitor.timeout_s):
             for hop in range(MAX_REDIRECTS + 1):
                 answer = curl.Exchange()
-                sent = await _request(url, method, headers, body, ctx.guard, trust, monitor, read_body)
+                sent = await _request(url, method, headers, body, ctx, trust, monitor, read_body)
                 await curl.exchange(ctx.engine, sent, answer)
                 if answer.cause is not None:
                     return ProbeResult("down", None, answer.status or None, answer.cause)
@@ -109,13 +109,13 @@ async def _request(
     method: str,
     headers: dict[str, str],
     body: bytes | None,
-    guard: AddressGuard | None,
+    ctx: ProbeContext,
     trust: dict[int, object],
     monitor: Monitor,
     read_body: object,
 ) -> curl.Request:
-    """One hop's request: its host looked up (and checked by `guard`) and pinned, its proxy
-    (from the environment) looked up and pinned. Raises Refused."""
+    """One hop's request: its host looked up (and checked by the tick's guard) and pinned, its
+    proxy (from the environment) looked up and pinned. Raises Refused."""
     from monitor_tick.probes import curl
 
     parts = urlsplit(url)
@@ -128,14 +128,15 @@ async def _request(
     except (InvalidMonitor, ValueError):
         raise Refused("invalid url") from None
     pinned = []
-    proxy = proxy_for(scheme, host)
+    assert ctx.contexts is not None
+    proxy = proxy_for(ctx.contexts.proxies(), scheme, host)
     if proxy:  # the proxy connects to the host: only the proxy's name is ours to look up
         proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         proxy_host = proxy_parts.hostname or ""
         proxy_port = proxy_parts.port or 1080
         pinned.append(pin(proxy_host, proxy_port, await lookup(proxy_host, proxy_port, None)))
     else:
-        pinned.append(pin(host, port, await lookup(host, port, guard)))
+        pinned.append(pin(host, port, await lookup(host, port, ctx.guard)))
     if host != parts.hostname:  # an IDNA name: curl is handed its ASCII form
         netloc = parts.netloc.rpartition("@")[0] + ("@" if "@" in parts.netloc else "")
         netloc += f"[{host}]" if ":" in host else host
@@ -196,12 +197,11 @@ def _literal(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
         return []
 
 
-def proxy_for(scheme: str, host: str) -> str:
-    """The proxy a request to `host` goes through, from the environment as httpx read it
-    (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in either case, NO_PROXY), or "" for none."""
+def proxy_for(proxies: dict[str, str], scheme: str, host: str) -> str:
+    """The proxy a request to `host` goes through, of the environment's `proxies` as httpx read
+    them (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in either case, NO_PROXY), or "" for none."""
     import urllib.request
 
-    proxies = urllib.request.getproxies_environment()
     if not proxies or urllib.request.proxy_bypass_environment(host, proxies):
         return ""
     return proxies.get(scheme) or proxies.get("all") or ""

@@ -200,11 +200,22 @@ class Contexts:
         self._verify = verify
         self._contexts: dict[tuple[str | None, bool] | None, ssl.SSLContext] = {}
         self._curl: dict[tuple[str | None, bool] | None, dict[int, object]] = {}
+        self._proxies: dict[str, str] | None = None
 
     def context(self, setting: tuple[str | None, bool] | None) -> ssl.SSLContext:
         if setting not in self._contexts:
             self._contexts[setting] = ssl_context(self._verify) if setting is None else ssl_context_for(setting)
         return self._contexts[setting]
+
+    def proxies(self) -> dict[str, str]:
+        """The proxies of the environment, as urllib reads them (HTTP_PROXY, HTTPS_PROXY,
+        ALL_PROXY and NO_PROXY, in either case), read once a tick: reading them walks the
+        whole environment."""
+        if self._proxies is None:
+            import urllib.request
+
+            self._proxies = urllib.request.getproxies_environment()
+        return self._proxies
 
     def curl_trust(self, setting: tuple[str | None, bool] | None) -> dict[int, object]:
         """curl's TLS options for HTTP checks of this setting (curl_trust_options)."""
