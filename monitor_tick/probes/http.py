@@ -63,7 +63,8 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     trust = ctx.contexts.curl_trust(request.tls_setting(monitor))
     method, url, body = monitor.method, monitor.url, request.request_body(monitor)
     headers = request.request_headers(monitor)
-    headers.setdefault("User-Agent", request.USER_AGENT)
+    if not any(name.lower() == "user-agent" for name in headers):  # --header's or the location's wins
+        headers["User-Agent"] = request.USER_AGENT
 
     def read_body(status: int, location: bool) -> bool:
         return not (status in REDIRECTS and location) and status_accepted(status, ranges)
