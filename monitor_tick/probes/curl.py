@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pycurl
 
 FORCE_EVERY_S = 1.0  # how often curl is asked for events it may have forgotten to report
+SPARE_S = 1.0  # curl's own timeout is the check's deadline and this much more
 
 
 class Engine:
@@ -365,7 +366,8 @@ def handle_for(request: Request, exchange: Exchange) -> tuple[pycurl.Curl, _Sink
     c.setopt(pycurl.SSL_SESSIONID_CACHE, 0)
     c.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
     c.setopt(pycurl.HTTP_VERSION, _HTTP_VERSION_1_1)
-    c.setopt(pycurl.TIMEOUT_MS, max(1, int(request.timeout_s * 1000)))
+    # the check's deadline is asyncio's (http.py); curl's own only stops a transfer left behind
+    c.setopt(pycurl.TIMEOUT_MS, int((request.timeout_s + SPARE_S) * 1000))
     c.setopt(pycurl.RESOLVE, request.pinned)
     c.setopt(pycurl.PROXY, request.proxy)  # "": none, and curl reads no proxy of its own
     if request.unix_socket is not None:
@@ -439,6 +441,8 @@ def cause_of(code: int, handle: pycurl.Curl, tls_in: bytes | None, os_errno: int
         return NOT_TLS  # it hung up on our hello, or answered it in something else
     if code == pycurl.E_RECV_ERROR and status:
         return "protocol error"
+    if code == pycurl.E_OPERATION_TIMEDOUT and status:
+        return "timeout reading body"
     if code == pycurl.E_PEER_FAILED_VERIFICATION:
         return VERIFY_CAUSES.get(handle.getinfo(pycurl.SSL_VERIFYRESULT), CAUSES[code])
     return CAUSES.get(code, "protocol error")

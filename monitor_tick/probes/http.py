@@ -128,16 +128,16 @@ async def _request(
         port = parts.port or DEFAULT_PORTS[scheme]
     except (InvalidMonitor, ValueError):
         raise Refused("invalid url") from None
-    pinned = []
+    pinned: list[str] = []
     assert ctx.contexts is not None
     proxy = proxy_for(ctx.contexts.proxies(), scheme, host)
     if proxy:  # the proxy connects to the host: only the proxy's name is ours to look up
         proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         proxy_host = proxy_parts.hostname or ""
         proxy_port = proxy_parts.port or 1080
-        pinned.append(pin(proxy_host, proxy_port, await lookup(proxy_host, proxy_port, None)))
+        pinned += pin(proxy_host, proxy_port, await lookup(proxy_host, proxy_port, None))
     else:
-        pinned.append(pin(host, port, await lookup(host, port, ctx.guard)))
+        pinned += pin(host, port, await lookup(host, port, ctx.guard))
     if host != parts.hostname:  # an IDNA name: curl is handed its ASCII form
         netloc = parts.netloc.rpartition("@")[0] + ("@" if "@" in parts.netloc else "")
         netloc += f"[{host}]" if ":" in host else host
@@ -160,10 +160,13 @@ async def _request(
     )
 
 
-def pin(host: str, port: int, addresses: list[str]) -> str:
-    """A CURLOPT_RESOLVE entry: curl connects to `host`:`port` at these addresses only."""
+def pin(host: str, port: int, addresses: list[str]) -> list[str]:
+    """CURLOPT_RESOLVE's entry for `host`: curl connects to `host`:`port` at these addresses
+    only; none for an IP address, which curl never looks up."""
+    if _literal(host.strip("[]")):
+        return []
     shown = ",".join(f"[{a}]" if ":" in a else a for a in addresses)
-    return f"{host.strip('[]')}:{port}:{shown}"
+    return [f"{host}:{port}:{shown}"]
 
 
 async def lookup(host: str, port: int, guard: AddressGuard | None) -> list[str]:
