@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.probes import curl
 from monitor_tick.run import tick as run_tick_module
 from monitor_tick.run.rounds import TickOptions
 from tests.hostile_origin import TlsEnd, encoded, head, raw, tick_check
@@ -162,6 +163,16 @@ SLOPPY = {
     "bare-lf": (b"HTTP/1.1 200 OK\nContent-Length: 2\nConnection: close\n\nok", ("up", 200, None)),
     "length-twice": (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 2\r\n\r\nok", ("up", 200, None)),
     "folded-header": (b"HTTP/1.1 200 OK\r\nX-A: one\r\n two\r\nContent-Length: 2\r\n\r\nok", ("up", 200, None)),
+    "length-and-chunked": (
+        b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\n",
+        ("up", 200, None),
+    ),
+    "identity-coding": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\nok", ("up", 200, None)),
+    "endless-trailer": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n0\r\nX-T: " + b"t" * 300_000,
+        ("down", 200, "protocol error"),
+    ),
+    "http-1.2": (b"HTTP/1.2 200 OK\r\nContent-Length: 2\r\n\r\nok", ("down", None, "protocol error")),
 }
 
 
@@ -286,3 +297,34 @@ def test_a_gzip_bomb_is_read_no_further_than_the_keywords_mebibyte(db_path: str,
     result = tick_check(db_path, local_server.url("/bomb"), keyword="needle")
     assert (result.status, result.http_status, result.cause) == ("down", 200, "keyword missing")
     assert local_server.hits == {"/bomb": 1}
+
+
+def test_curls_phases_of_a_finished_check_are_cumulative_from_its_start(server: LocalServer) -> None:
+    """What the phases of a check are read from (curl.phases_ms): our lookup, then connected,
+    TLS done (the connect's, over plain HTTP), first byte and total, each from the start."""
+
+    async def one() -> tuple[int, ...]:
+        engine = curl.Engine()
+        try:
+            answer = curl.Exchange()
+            sent = curl.Request(
+                server.url("/ok"),
+                "GET",
+                [],
+                None,
+                pinned=[],
+                proxy="",
+                trust={},
+                keep=0,
+                read_body=lambda status, location: True,
+                timeout_s=5,
+            )
+            await curl.exchange(engine, sent, answer)
+            assert (answer.code, answer.status) == (0, 200)
+            assert answer.handle is not None
+            return curl.phases_ms(answer.handle, lookup_ms=3.0)
+        finally:
+            engine.close()
+
+    lookup, connected, tls, first_byte, total = asyncio.run(one())
+    assert lookup == 3 and lookup <= connected == tls <= first_byte <= total
