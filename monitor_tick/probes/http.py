@@ -163,7 +163,7 @@ async def _request(
 def pin(host: str, port: int, addresses: list[str]) -> list[str]:
     """CURLOPT_RESOLVE's entry for `host`: curl connects to `host`:`port` at these addresses
     only; none for an IP address, which curl never looks up."""
-    if _literal(host.strip("[]")):
+    if addresses == [host.strip("[]")]:  # an address of its own (lookup)
         return []
     shown = ",".join(f"[{a}]" if ":" in a else a for a in addresses)
     return [f"{host}:{port}:{shown}"]

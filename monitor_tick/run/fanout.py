@@ -198,7 +198,7 @@ class Pool:
             task.add_done_callback(self._probes.discard)
             # a hanging host would otherwise keep healthy monitors queued behind it until the
             # budget cuts them off; waiting on it costs a socket, not a slot
-            await asyncio.wait([task], timeout=self._slot_hold_s)
+            await _ended_or_held(task, self._slot_hold_s)
             batch._release_one()
             self.changed.set()
 
@@ -220,6 +220,26 @@ class Pool:
             for future in batch._results:
                 future.cancel()  # done futures ignore it; the others read as CUT_OFF
             batch.released.set()
+
+
+async def _ended_or_held(task: asyncio.Future[None], hold_s: float | None) -> None:
+    """Return when `task` ends or has run `hold_s` (None: at its end): asyncio.wait's work for
+    one task, without the sets and wrappers it makes for many, once a check."""
+    loop = asyncio.get_running_loop()
+    released = loop.create_future()
+
+    def release(_: object = None) -> None:
+        if not released.done():
+            released.set_result(None)
+
+    task.add_done_callback(release)
+    timer = loop.call_later(hold_s, release) if hold_s is not None else None
+    try:
+        await released
+    finally:
+        task.remove_done_callback(release)
+        if timer is not None:
+            timer.cancel()
 
 
 async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
