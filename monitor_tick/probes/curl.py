@@ -230,7 +230,6 @@ VERIFY_CAUSES: dict[int, str] = {
     62: "tls: certificate is for another host",  # HOSTNAME_MISMATCH
     64: "tls: certificate is for another host",  # IP_ADDRESS_MISMATCH
 }
-NOT_TLS = "tls: not spoken by the server"  # as net.NOT_TLS
 _TLS_RECORD_TYPES = frozenset(range(20, 24))  # change cipher spec, alert, handshake, application data
 _DEBUG_SSL_DATA_IN = 5  # CURLINFO_SSL_DATA_IN
 _HTTP_VERSION_1_1 = 2  # CURL_HTTP_VERSION_1_1: checks speak HTTP/1.1, as they always have
@@ -242,7 +241,7 @@ class Request:
     url        the URL, its host in ASCII (urls.http_host); a unix socket's requests name any host
     pinned     "host:port:address[,address...]" entries (CURLOPT_RESOLVE): where each name goes
     proxy      the proxy's URL, or "" for none
-    trust      curl options for TLS (trust_options)
+    trust      curl options for TLS (request.curl_trust_options)
     keep       how many decoded body bytes to keep (0: none, and the body is not decoded)
     read_body  (status, whether it has a Location) -> whether the body is read at all
     """
@@ -438,6 +437,8 @@ def cause_of(code: int, handle: pycurl.Curl, tls_in: bytes | None, os_errno: int
 
         return "connect refused" if os_errno == errno.ECONNREFUSED else "connect error"
     if code == pycurl.E_SSL_CONNECT_ERROR and (tls_in is None or tls_in[0] not in _TLS_RECORD_TYPES):
+        from monitor_tick.probes.net import NOT_TLS
+
         return NOT_TLS  # it hung up on our hello, or answered it in something else
     if code == pycurl.E_RECV_ERROR and status:
         return "protocol error"
