@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import socket
+import sqlite3
 import ssl
 import sys
 import threading
@@ -18,6 +19,8 @@ from monitor_tick.core.model import Monitor, ProbeResult
 from monitor_tick.probes import curl
 from monitor_tick.run import tick as run_tick_module
 from monitor_tick.run.rounds import TickOptions
+from monitor_tick.run.tick import run_tick
+from tests.conftest import add
 from tests.hostile_origin import TlsEnd, encoded, head, raw, tick_check
 from tests.servers import (
     LocalServer,
@@ -30,6 +33,7 @@ from tests.servers import (
 )
 
 SHORT_S = 0.5  # deadline for the cases that must time out
+MINUTE = 29_934_721  # a replayed minute: every one-minute monitor is due
 
 
 def monitor(url: str, monitor_id: int = 1, **settings: object) -> Monitor:
@@ -328,3 +332,16 @@ def test_curls_phases_of_a_finished_check_are_cumulative_from_its_start(server: 
 
     lookup, connected, tls, first_byte, total = asyncio.run(one())
     assert lookup == 3 and lookup <= connected == tls <= first_byte <= total
+
+
+def test_fifty_checks_at_once_are_judged_by_their_own_latency(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer
+) -> None:
+    """Fifty monitors at once, each answered after 50 ms, each allowed 1,000 ms (--max-latency):
+    all up. A check's latency starts with its own request, not with the engine's set-up or the
+    other checks' (a loop that charged them had 41 of 50 such monitors down as slow)."""
+    ids = [add(conn, local_server.url(f"/slow/50?n={n}"), max_latency_ms=1000, retries=0) for n in range(50)]
+    report = run_tick(TickOptions(db_path=db_path, minute=MINUTE, retry_delay_s=0, concurrency=50))
+    causes = {r.monitor_id: (r.status, r.cause) for r in report.results}
+    assert causes == dict.fromkeys(ids, ("up", None))
+    assert local_server.hits["/slow/50"] == 50
