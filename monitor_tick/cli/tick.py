@@ -1,6 +1,6 @@
 """The tick as a command, without Typer: both the console entry point's fast path (cli/entry.py)
 and the Typer app's root callback (cli/app.py) run `run_tick_command`, which prints what the
-tick did and returns the exit code. Nothing here imports httpx, asyncio or Typer.
+tick did and returns the exit code. Nothing here imports pycurl, asyncio or Typer.
 """
 
 from __future__ import annotations
