@@ -345,3 +345,51 @@ def test_fifty_checks_at_once_are_judged_by_their_own_latency(
     causes = {r.monitor_id: (r.status, r.cause) for r in report.results}
     assert causes == dict.fromkeys(ids, ("up", None))
     assert local_server.hits["/slow/50"] == 50
+
+
+def _no_proxies(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("http_proxy", "https_proxy", "all_proxy", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+        monkeypatch.delenv(name.upper(), raising=False)
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy"])
+def test_a_proxy_from_the_environment_carries_the_request(monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+    """Either case of the variable (curl itself reads only the lowercase one); the site's name is
+    the proxy's to look up, never ours."""
+    _no_proxies(monkeypatch)
+    proxy = KeepAlive()
+    try:
+        monkeypatch.setenv(variable, f"http://127.0.0.1:{proxy.port}")
+        [result] = probe(monitor("http://site.example.test/page"))
+    finally:
+        proxy.close()
+    assert (result.status, result.http_status) == ("up", 200)
+    assert [target for _, target in proxy.carried] == ["http://site.example.test/page"]
+
+
+def test_no_proxy_sends_the_request_straight_to_the_site(monkeypatch: pytest.MonkeyPatch, server: LocalServer) -> None:
+    _no_proxies(monkeypatch)
+    proxy = KeepAlive()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+        [result] = probe(monitor(server.url("/ok?straight")))
+    finally:
+        proxy.close()
+    assert (result.status, result.http_status) == ("up", 200)
+    assert proxy.carried == [] and "/ok?straight" in [r.target for r in server.requests]
+
+
+def test_a_non_ascii_host_is_sent_in_idna_2008(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As httpx encoded it ('straße' stays 'straße', not IDNA 2003's 'strasse'); seen through a
+    proxy, which is handed the name to look up."""
+    _no_proxies(monkeypatch)
+    proxy = KeepAlive()
+    try:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        [result] = probe(monitor("http://straße.example.test/page"))
+    finally:
+        proxy.close()
+    assert result.status == "up"
+    assert [target for _, target in proxy.carried] == ["http://xn--strae-oqa.example.test/page"]
