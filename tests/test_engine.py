@@ -20,17 +20,10 @@ from monitor_tick.probes import curl
 from monitor_tick.run import tick as run_tick_module
 from monitor_tick.run.rounds import TickOptions
 from monitor_tick.run.tick import run_tick
+from tests import servers
 from tests.conftest import add
 from tests.hostile_origin import TlsEnd, encoded, head, raw, tick_check
-from tests.servers import (
-    LocalServer,
-    TLSPair,
-    expired_cert,
-    refused_port,
-    self_signed_cert,
-    valid_cert,
-    wrong_host_cert,
-)
+from tests.servers import LocalServer, refused_port, valid_cert
 
 SHORT_S = 0.5  # deadline for the cases that must time out
 MINUTE = 29_934_721  # a replayed minute: every one-minute monitor is due
@@ -96,13 +89,13 @@ def test_a_refused_connection_is_connect_refused() -> None:
     ("make_cert", "cause"),
     [
         (valid_cert, None),
-        (expired_cert, "tls: certificate expired"),
-        (self_signed_cert, "tls: self-signed certificate"),
-        (wrong_host_cert, "tls: certificate is for another host"),
+        (servers.expired_cert, "tls: certificate expired"),
+        (servers.self_signed_cert, "tls: self-signed certificate"),
+        (servers.wrong_host_cert, "tls: certificate is for another host"),
     ],
 )
 def test_certificates_are_judged_from_the_verify_result(make_cert: object, cause: str | None) -> None:
-    pair: TLSPair = make_cert()  # type: ignore[operator]
+    pair: servers.TLSPair = make_cert()  # type: ignore[operator]
     with LocalServer(tls=pair.server_context) as srv:
         [result] = probe(monitor(srv.url("/ok")), verify=ssl.create_default_context(cafile=pair.ca_pem))
     assert result.cause == cause and result.status == ("up" if cause is None else "down")
