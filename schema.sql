@@ -1,4 +1,4 @@
--- monitor-tick schema, version 19 (PRAGMA user_version = 19; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 20 (PRAGMA user_version = 20; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -167,12 +167,6 @@ CREATE TABLE rollups (
     -- check); NULL when that check saw none. Days left are derived from it and the reader's clock,
     -- never stored. Written by the same upsert that counts the check: no extra write per check.
     cert_expires_at_ms INTEGER,
-    -- http: when a check of this monitor last saw a response that the fast path (probes/wire.py)
-    -- hands to httpx, which sends the request again (a redirect); NULL: none remembered. The
-    -- hour's newest check's, carried from hour to hour by the checks that go to httpx because of
-    -- it (run/fanout.py, to_httpx), so the next GET goes to httpx at once. Written by the same
-    -- upsert that counts the check: no extra write per check.
-    handed_at_ms   INTEGER,
     PRIMARY KEY (monitor_id, hour_start_ms)
 ) STRICT, WITHOUT ROWID;
 

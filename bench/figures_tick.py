@@ -62,8 +62,6 @@ def fanout() -> Figure:
 
 
 def throughput() -> Figure:
-    import httpx
-
     count, rounds = 5_000, 5
     raw_rates: list[float] = []
     tick_rates: list[float] = []
@@ -76,9 +74,6 @@ def throughput() -> Figure:
             seconds, report = timed_tick(path, MINUTE + k)
             assert report["up"] == count, report
             tick_rates.append(count / seconds)
-        seconds, report = timed_tick(path, MINUTE + rounds, transport=httpx.AsyncHTTPTransport())
-        default_rate = count / seconds
-        assert report["up"] == count, report
     raw, tick = median(raw_rates), median(tick_rates)
     ratio = tick / raw
     return Figure(
@@ -91,6 +86,5 @@ def throughput() -> Figure:
         ratio >= 0.33,
         [
             f"medians of {rounds} alternating rounds; whole tick (select, probe, write) timed",
-            f"same tick through httpx's default transport: {default_rate:,.0f}/s = {default_rate / raw:.2f}x raw",
         ],
     )

@@ -1,4 +1,4 @@
-"""monitor-tick's benchmark: eleven figures, each next to its reference, with its goal.
+"""monitor-tick's benchmark: twelve figures, each next to its reference, with its goal.
 
     .venv/bin/python bench/run.py            # from the repository root; about 30 minutes
     .venv/bin/python bench/run.py 2 5        # only figures 2 and 5
@@ -13,8 +13,9 @@ between runs; figures that are timed are repeated and their medians shown.
 The figures live beside this script, by what they run: the tick in this process
 (figures_tick.py: 1, 2), the store and the schedule at scale (figures_scale.py: 4, 5, 7), fresh
 `monitor-tick` processes (figures_process.py: 3, 6, 8, 9), Uptime Kuma beside monitor-tick
-(kuma.py: 10) and the curve of a tick's CPU from 10 to 300 checks (figures_curve.py: 11); what
-they share is common.py. This script runs each in a fresh interpreter.
+(kuma.py: 10), the curve of a tick's CPU from 10 to 300 checks (figures_curve.py: 11) and the
+HTTP engine's cost beside a bare libcurl loop (figures_engine.py: 12); what they share is
+common.py. This script runs each in a fresh interpreter.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from collections.abc import Callable, Sequence
 
 from common import Figure, print_figure  # bench/common.py, beside this script
 from figures_curve import curve
+from figures_engine import engine_cost
 from figures_process import idle, memory, small_tick, whole_process_throughput
 from figures_scale import load_shape, selection, storage
 from figures_tick import fanout, throughput
@@ -53,6 +55,7 @@ FIGURES: dict[int, Callable[[], Figure | str]] = {
     9: whole_process_throughput,
     10: kuma,
     11: curve,
+    12: engine_cost,
 }
 SKIPPED = 4  # the exit status of `--one N` for a figure that could not be measured here
 

@@ -1,4 +1,4 @@
--- monitor-tick schema for PostgreSQL, version 19 (schema_version.version; store.SCHEMA_VERSION).
+-- monitor-tick schema for PostgreSQL, version 20 (schema_version.version; store.SCHEMA_VERSION).
 --
 -- The same tables, columns, constraints and indexes as schema.sql (the SQLite DDL, the
 -- contract; a test holds the two together), in PostgreSQL's types: every integer is BIGINT
@@ -157,12 +157,6 @@ CREATE TABLE rollups (
     -- check); NULL when that check saw none. Days left are derived from it and the reader's clock,
     -- never stored. Written by the same upsert that counts the check: no extra write per check.
     cert_expires_at_ms BIGINT,
-    -- http: when a check of this monitor last saw a response that the fast path (probes/wire.py)
-    -- hands to httpx, which sends the request again (a redirect); NULL: none remembered. The
-    -- hour's newest check's, carried from hour to hour by the checks that go to httpx because of
-    -- it (run/fanout.py, to_httpx), so the next GET goes to httpx at once. Written by the same
-    -- upsert that counts the check: no extra write per check.
-    handed_at_ms   BIGINT,
     PRIMARY KEY (monitor_id, hour_start_ms)
 ) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
 -- Each check of the hour updates its row (60 times an hour for a one-minute monitor), and every

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 import monitor_tick
@@ -158,13 +157,6 @@ def traced_statements(monkeypatch: pytest.MonkeyPatch, trace: Path) -> Callable[
 
     monkeypatch.setattr(store, "open_db", traced)
     return statements
-
-
-def respx_transport() -> httpx.AsyncHTTPTransport:
-    """The transport a test that mocks HTTP with respx hands the tick (TickOptions.transport, or
-    the Typer app's obj): httpx's own, which respx's mock replaces. A transport handed in also
-    keeps a large tick's checks off the wire (fanout.fast_path), which respx would not see."""
-    return httpx.AsyncHTTPTransport()
 
 
 @pytest.fixture

@@ -23,13 +23,14 @@ class DnsServer:
     """Answers `records` ({(name, type): [rdata text]}); a name not in the table is NXDOMAIN,
     a known name without the type an empty NOERROR answer. `queries` lists (name, type) asked."""
 
-    def __init__(self, records: Mapping[tuple[str, str], list[str]]) -> None:
+    def __init__(self, records: Mapping[tuple[str, str], list[str]], host: str = HOST, port: int = 0) -> None:
+        """On `host`:`port` (0: any free port; 53 where a system resolver must find it)."""
         self.records = {
             (name.lower().rstrip(".") + ".", rdtype.upper()): values for (name, rdtype), values in records.items()
         }
         self.queries: list[tuple[str, str]] = []
         self._udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-        self._udp.bind((HOST, 0))
+        self._udp.bind((host, port))
         self.port = self._udp.getsockname()[1]
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._serve, daemon=True)

@@ -256,7 +256,7 @@ def imported_by_a_tick(db_path: str) -> set[str]:
     return {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
 
 
-def test_an_idle_tick_imports_no_typer_httpx_asyncio_psycopg_dataclasses_or_typing(db_path: str) -> None:
+def test_an_idle_tick_imports_no_typer_pycurl_asyncio_psycopg_dataclasses_or_typing(db_path: str) -> None:
     imported = imported_by_a_tick(db_path)
     assert "monitor_tick.run.tick" in imported and "sqlite3" in imported  # the list is real
     heavy = {
@@ -275,7 +275,7 @@ def test_an_idle_tick_imports_no_typer_httpx_asyncio_psycopg_dataclasses_or_typi
         "httpx",
         "httpcore",
         "asyncio",
-        "httptools",
+        "pycurl",
         "uvloop",
         "rich",
         "pydantic",
@@ -298,7 +298,7 @@ def test_a_tick_of_http_monitors_imports_no_other_kinds_library(
         add(conn, local_server.url(f"/ok?{n}"), name=f"site {n}")
     imported = imported_by_a_tick(db_path)
     assert (
-        "monitor_tick.probes.wire" in imported and "monitor_tick.probes.ws" in imported
+        "monitor_tick.probes.curl" in imported and "monitor_tick.probes.ws" in imported
     )  # it probed, with every kind's module
     assert local_server.hits["/ok"] == 10 and rollup(conn, 1) == (1, 0)
     assert not {name.split(".")[0] for name in imported} & OTHER_KINDS_LIBRARIES

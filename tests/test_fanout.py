@@ -39,7 +39,7 @@ LAST_MINUTE_MS = clock.minute_start_ms(MINUTE - 1)  # checked in the previous du
 def test_monitors_that_were_up_start_first_slowest_first_and_those_that_failed_last() -> None:
     monitors = [monitor(1), monitor(2), monitor(3, timeout_s=7), monitor(4), monitor(5), monitor(6, timeout_s=3)]
     recent = {1: (0, 40), 2: (0, 5_000), 3: (1, None), 4: (0, None), 5: (0, 60), 6: (2, 20)}
-    recent = {m: (*values, LAST_MINUTE_MS, None) for m, values in recent.items()}
+    recent = {m: (*values, LAST_MINUTE_MS) for m, values in recent.items()}
     # 4 has no latency (0): last of those that were up. 3 and 6 failed last hour (a hanging host
     # may take its whole deadline): after every monitor that was up, the longest timeout first
     assert [monitors[i].id for i in start_order(monitors, recent, MINUTE)] == [2, 5, 1, 4, 3, 6]
@@ -53,10 +53,10 @@ def test_without_history_probes_start_in_monitor_order() -> None:
 def test_monitors_whose_previous_due_check_was_not_decided_start_next_longest_waiting_first() -> None:
     monitors = [monitor(i) for i in range(1, 7)]
     recent = {
-        1: (0, 5_000, LAST_MINUTE_MS, None),  # slow, checked in its previous due minute
-        2: (1, None, LAST_MINUTE_MS - 60_000, None),  # cut off last minute, checked the one before
-        3: (0, 10, LAST_MINUTE_MS - 120_000, None),  # cut off the last two minutes
-        5: (0, 10, LAST_MINUTE_MS + 5_000, None),  # checked during the previous minute
+        1: (0, 5_000, LAST_MINUTE_MS),  # slow, checked in its previous due minute
+        2: (1, None, LAST_MINUTE_MS - 60_000),  # cut off last minute, checked the one before
+        3: (0, 10, LAST_MINUTE_MS - 120_000),  # cut off the last two minutes
+        5: (0, 10, LAST_MINUTE_MS + 5_000),  # checked during the previous minute
     }
     # 1 and 5 were decided (up) and start first; 4 and 6 were never checked (new, or cut off
     # every time so far): of the undecided, they wait longest
@@ -133,18 +133,18 @@ def test_recent_rollups_reads_each_monitors_newest_hour(any_db: str) -> None:
     conn = store.open_db(any_db)
     a, b, c = add(conn, "http://a.test/"), add(conn, "http://b.test/"), add(conn, "http://c.test/")
     hour_ms = clock.minute_start_ms(MINUTE)
-    for minute in (MINUTE - 60, MINUTE - 59):  # the previous hour: a slow and handed to httpx, b down
+    for minute in (MINUTE - 60, MINUTE - 59):  # the previous hour: a slow, b down
         at_ms = clock.minute_start_ms(minute)
-        results = [CheckResult(a, "up", 900, handed_at_ms=at_ms), CheckResult(b, "down", None, None, "timeout")]
+        results = [CheckResult(a, "up", 900), CheckResult(b, "down", None, None, "timeout")]
         store.write_results(conn, [], at_ms, results, at_ms)
-    store.write_results(conn, [], hour_ms, [CheckResult(a, "up", 30)], hour_ms)  # this hour: a fast, on the wire
+    store.write_results(conn, [], hour_ms, [CheckResult(a, "up", 30)], hour_ms)  # this hour: a fast
     last_ms = clock.minute_start_ms(MINUTE - 59)
-    assert store.recent_rollups(conn, [a, b, c]) == {a: (0, 30, hour_ms, None), b: (2, None, last_ms, None)}
-    # b's newest check was handed over; a late tick's older check, counted after it, was not
+    assert store.recent_rollups(conn, [a, b, c]) == {a: (0, 30, hour_ms), b: (2, None, last_ms)}
+    # a late tick's older check, counted after a newer one, leaves the newest check's time
     newer_ms = hour_ms + 60_000
-    store.write_results(conn, [], newer_ms, [CheckResult(b, "up", 10, handed_at_ms=newer_ms)], newer_ms)
+    store.write_results(conn, [], newer_ms, [CheckResult(b, "up", 10)], newer_ms)
     store.write_results(conn, [], hour_ms, [CheckResult(b, "up", 10)], hour_ms)
-    assert store.recent_rollups(conn, [b])[b] == (0, 10, newer_ms, newer_ms)
+    assert store.recent_rollups(conn, [b])[b] == (0, 10, newer_ms)
     conn.close()
     assert store.recent_rollups(conn, []) == {}
 

@@ -8,13 +8,12 @@ import json
 import sqlite3
 from pathlib import Path
 
-import httpx
 import pytest
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.model import ProbeResult, expiry_text
-from monitor_tick.probes.http import MAX_BODY_BYTES, MAX_REDIRECTS, failed
+from monitor_tick.core.model import expiry_text
+from monitor_tick.probes.http import MAX_BODY_BYTES, MAX_REDIRECTS
 from tests.conftest import add
 from tests.hostile_origin import (
     MINUTE,
@@ -104,15 +103,10 @@ def test_a_refused_connection_is_connect_refused(db_path: str) -> None:
     assert recorded(result) == ("down", None, None, "connect refused")
 
 
-def test_tls_to_a_server_that_speaks_plain_http_is_tls_not_spoken(db_path: str, local_server: LocalServer) -> None:
+def test_tls_to_a_server_that_speaks_plain_http_is_not_spoken(db_path: str, local_server: LocalServer) -> None:
     result = tick_check(db_path, local_server.url("/ok").replace("http://", "https://"))
     assert recorded(result) == ("down", None, None, "tls: not spoken by the server")
     assert local_server.hits.total == 0  # the handshake never became a request
-
-
-def test_a_pool_timeout_is_our_limit_so_the_result_is_unknown() -> None:
-    """Waiting for a connection of our own pool is not the site's outage."""
-    assert failed(httpx.PoolTimeout("no slot"), None) == ProbeResult("unknown", None, None, "connection pool exhausted")
 
 
 def test_a_keyword_is_found_across_chunk_boundaries(db_path: str, local_server: LocalServer) -> None:

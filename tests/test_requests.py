@@ -19,7 +19,6 @@ from freezegun import freeze_time
 from monitor_tick.core import clock
 from monitor_tick.core.redact import redact_settings
 from monitor_tick.probes.guard import AddressGuard
-from monitor_tick.run import bare, probing
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.commands import ORDINARY_MS, clock_at, created_or_nothing
 from tests.conftest import add, traced_writes
@@ -29,24 +28,14 @@ MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 SECRET = "s3cret-Pa55"
 TOKEN = "tok-0123456789abcdef"
 
-# (guard, the fast path from this many checks, the bare loop): the tick through httpx alone; the
-# same tick as it runs, plain checks straight on the wire on the bare loop (run/bare.py); the fast
-# path on asyncio's loop, as a tick with other checks runs it; a guard that blocks only a
-# documentation network, which sends the bytes through the guarded transport with 127.0.0.1 allowed
-TRANSPORTS = {
-    "httpx": (None, sys.maxsize, True),
-    "bare": (None, 1, True),
-    "wire": (None, 1, False),
-    "guarded": (AddressGuard(blocked=["192.0.2.0/24"]), 1, True),
-}
+# the tick as it runs, and under a guard that blocks only a documentation network (127.0.0.1
+# allowed), whose lookups are checked before curl is handed the addresses
+GUARDS = {"unguarded": None, "guarded": AddressGuard(blocked=["192.0.2.0/24"])}
 
 
-@pytest.fixture(params=TRANSPORTS.values(), ids=TRANSPORTS.keys())
-def guard(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> AddressGuard | None:
-    guard, fast_from, bare_loop = request.param
-    monkeypatch.setattr(probing, "FAST_PATH_FROM", fast_from)
-    monkeypatch.setattr(bare, "BARE_LOOP", bare_loop)
-    return guard  # type: ignore[no-any-return]
+@pytest.fixture(params=GUARDS.values(), ids=GUARDS.keys())
+def guard(request: pytest.FixtureRequest) -> AddressGuard | None:
+    return request.param  # type: ignore[no-any-return]
 
 
 def cli(db: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -19,9 +19,6 @@ from typer.core import TyperGroup
 from monitor_tick.cli import accounts, apply, backup, edit, heartbeat, importer, monitors, notify, show, status
 from monitor_tick.cli.options import TICK_OPTIONS, TickOption
 from monitor_tick.cli.tick import run_tick_command, stdout_reader_may_leave
-
-if TYPE_CHECKING:
-    import httpx
 
 
 class _Commands(TyperGroup):
@@ -78,7 +75,7 @@ def tick(ctx: typer.Context, **options: Any) -> None:
     if ctx.invoked_subcommand is not None:
         return
     # the same function the console entry point's fast path runs (cli/entry.py)
-    code = run_tick_command(**options, transport=ctx.obj.get("transport"))
+    code = run_tick_command(**options)
     if code:
         raise typer.Exit(code)
 
@@ -93,12 +90,12 @@ tick.__annotations__ = {}  # Typer reads the signature above, not the `**options
 app.callback(invoke_without_command=True)(tick)
 
 
-def main(args: list[str] | None = None, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
+def main(args: list[str] | None = None) -> None:
     """The Typer app as a command (cli/entry.py's main, the console entry point, runs a plain
     tick itself and hands every other command line to this). A failure of monitor-tick itself is
-    one line on stderr and exit 1. `transport`: for tests and embedding (see run_tick_command)."""
+    one line on stderr and exit 1."""
     try:
-        app(args=args, obj={"transport": transport})
+        app(args=args, obj={})
     except KeyboardInterrupt:
         sys.exit(130)
     except Exception as exc:  # a bug: say it in one line (cron mails it), never a traceback

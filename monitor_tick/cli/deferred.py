@@ -1,10 +1,10 @@
 """The command line's deferred imports, in one place.
 
 An idle tick (`monitor-tick --db PATH`, 1,440 times a day from cron) imports neither Typer nor
-httpx nor asyncio, and every Typer command line imports all the command modules to register
+pycurl nor asyncio, and every Typer command line imports all the command modules to register
 them; so what only some command lines use is imported here, when one of them needs it:
 
-    probes, guard   httpx (adding a monitor, judging a row's state, --block-private)
+    probes, guard   the probe kinds (adding a monitor, judging a row's state, --block-private)
     receiver        asyncio (serve)
     tick_outputs,   the status page and metrics writers (--status-page, --metrics-file,
     statuspage,     status-page)

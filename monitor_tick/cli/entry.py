@@ -14,14 +14,9 @@ from collections.abc import Sequence
 from monitor_tick.cli.options import parse_tick_args
 from monitor_tick.cli.tick import fail_line, run_tick_command, stdout_reader_may_leave
 
-TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
-if TYPE_CHECKING:
-    import httpx
 
-
-def main(args: Sequence[str] | None = None, *, transport: httpx.AsyncBaseTransport | None = None) -> None:
-    """A plain tick here, everything else through Typer. `transport`: for tests and embedding
-    (see run_tick_command)."""
+def main(args: Sequence[str] | None = None) -> None:
+    """A plain tick here, everything else through Typer."""
     argv = sys.argv[1:] if args is None else list(args)
     options = parse_tick_args(argv, os.environ)
     if options is None:
@@ -29,11 +24,11 @@ def main(args: Sequence[str] | None = None, *, transport: httpx.AsyncBaseTranspo
         # this fast path exists to avoid (and cli/app.py imports deferred.py itself)
         from monitor_tick.cli.app import main as typer_main
 
-        typer_main(argv, transport=transport)
+        typer_main(argv)
         return
     try:
         with stdout_reader_may_leave():
-            code = run_tick_command(**options, transport=transport)
+            code = run_tick_command(**options)
     except KeyboardInterrupt:
         code = 130  # as Typer exits on Ctrl-C
     except Exception as exc:  # a bug: say it in one line (cron mails it), never a traceback

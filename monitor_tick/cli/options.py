@@ -6,7 +6,7 @@ which two parsers are made: `parse_tick_args` here, with the standard library, f
 entry point's fast path; and the Typer root callback's parameters (cli/app.py,
 `tick_parameters`), which give usage, --help and every usage error. The fast path takes a
 command line only when it reads it exactly as Typer would, and hands anything else to Typer.
-Nothing here imports httpx, asyncio or Typer.
+Nothing here imports pycurl, asyncio or Typer.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The tick as a command, without Typer: both the console entry point's fast path (cli/entry.py)
 and the Typer app's root callback (cli/app.py) run `run_tick_command`, which prints what the
-tick did and returns the exit code. Nothing here imports httpx, asyncio or Typer.
+tick did and returns the exit code. Nothing here imports pycurl, asyncio or Typer.
 """
 
 from __future__ import annotations
@@ -22,14 +22,11 @@ TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (
 if TYPE_CHECKING:
     from typing import Any
 
-    import httpx
-
 
 def run_tick_command(*, ping_url: str | None = None, **options: Any) -> int:
     """The tick as the command runs it: output on stdout/stderr, returns the exit code (0 the tick
     ran, down monitors included; 1 it failed; 2 a bad option value). `options`: the rest of the
-    option table (cli/options.py) by name, and `transport`: for tests and embedding, the httpx
-    transport every probe goes through (TickOptions.transport).
+    option table (cli/options.py) by name.
 
     With `ping_url`, the tick is followed by a GET of it, or of URL/fail when the code is not 0
     or the tick raised (--dry-run pings nothing). A URL that cannot be pinged is a bad option
@@ -71,7 +68,6 @@ def _run_tick(
     status_page: str | None,
     metrics_file: str | None,
     verbose: bool,
-    transport: httpx.AsyncBaseTransport | None = None,
 ) -> int:
     """run_tick_command without the ping."""
     path = DEFAULT_DB if db is None else db
@@ -103,7 +99,6 @@ def _run_tick(
         budget_s=budget_s,
         guard=deferred.address_guard() if block_private else None,
         busy_timeout_s=busy_timeout_s,
-        transport=transport,
         lease_s=lease_s,
         location=place,
         host_name=host_name or THIS_HOST,

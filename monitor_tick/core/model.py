@@ -110,23 +110,20 @@ class ProbeResult(NamedTuple):
     """One probe's outcome. `unknown`: we could not tell (our own limits), counted neither way.
 
     `cert_expires_at_ms`: the peer certificate's notAfter, when the probe saw one (tls://, and
-    https:// monitors with --expires-within). `handed_at_ms` (http): when a check of this
-    monitor last saw a response that the fast path hands to httpx (a redirect): this tick's time
-    when this one did, else what the tick remembered (run/fanout.py, to_httpx)."""
+    https:// monitors with --expires-within)."""
 
     status: Status
     latency_ms: int | None = None
     http_status: int | None = None
     cause: str | None = None
     cert_expires_at_ms: int | None = None
-    handed_at_ms: int | None = None
 
 
 # A monitor's newest rollup hour, as the tick reads it before probing (store.recent_rollups), for
-# the start order (run/fanout.py, start_order) and where its HTTP check goes (to_httpx):
-# (failures, latency_ms_max, last_check_ms, handed_at_ms: the hour's newest check's). A tuple, not
-# a NamedTuple: the idle tick imports this module, and making one costs it about a millisecond.
-Recent = tuple[int, int | None, int, int | None]
+# the start order (run/fanout.py, start_order): (failures, latency_ms_max, last_check_ms). A
+# tuple, not a NamedTuple: the idle tick imports this module, and making one costs it about a
+# millisecond.
+Recent = tuple[int, int | None, int]
 
 
 class CheckResult(NamedTuple):
@@ -136,7 +133,6 @@ class CheckResult(NamedTuple):
     http_status: int | None = None
     cause: str | None = None
     cert_expires_at_ms: int | None = None
-    handed_at_ms: int | None = None
 
     @classmethod
     def of(cls, monitor_id: int, probe: ProbeResult) -> CheckResult:
@@ -147,7 +143,6 @@ class CheckResult(NamedTuple):
             probe.http_status,
             probe.cause,
             probe.cert_expires_at_ms,
-            probe.handed_at_ms,
         )
 
 

@@ -18,11 +18,10 @@ option; only a kind with results of its own (heartbeats' pings) adds a table, it
 (store/pings.py) and a line in run/tick.py's KIND_READS, which hands them to its probe in
 ctx.loaded.
 
-Importing this package imports neither asyncio nor httpx: a kind's probe imports asyncio when it
-runs on asyncio's loop, and a check imports httpx only when it needs it (http.py). A tick of
-plain HTTP checks runs them on the bare loop (bare.py, run/bare.py) and never imports asyncio;
-the tick and the CLI import this package only when a monitor is due or being added, so an idle
-tick stays lighter still.
+Importing this package imports neither asyncio nor pycurl: a kind's probe imports asyncio when
+it runs on asyncio's loop, and an HTTP check imports pycurl when it starts (curl.py). The tick
+and the CLI import this package only when a monitor is due or being added, so an idle tick
+stays lighter still.
 """
 
 from __future__ import annotations

@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     import ssl
     from typing import Any, Protocol
 
-    import httpx
-
+    from monitor_tick.probes.curl import Engine
     from monitor_tick.probes.guard import AddressGuard
 
 
@@ -26,14 +25,16 @@ TlsSetting = tuple[str | None, bool]  # (ca_file, insecure): request.tls_setting
 
 if TYPE_CHECKING:
 
-    class Clients(Protocol):
-        """The tick's httpx clients and SSL contexts by TLS setting (None: the tick's default), each
-        made when a check first needs it (fanout.Clients): a tick whose checks all go on the wire
-        makes no client and imports no httpx."""
+    class Contexts(Protocol):
+        """The tick's trust by TLS setting (None: the tick's default), each made when a check
+        first needs it (request.Contexts): SSL contexts for the kinds that speak TLS themselves,
+        curl's options for HTTP checks."""
 
         def context(self, setting: TlsSetting | None) -> ssl.SSLContext: ...
 
-        def client(self, setting: TlsSetting | None) -> httpx.AsyncClient: ...
+        def curl_trust(self, setting: TlsSetting | None) -> dict[int, object]: ...
+
+        def proxies(self) -> dict[str, str]: ...
 
 
 _EMPTY: Mapping[Any, Any] = MappingProxyType({})  # the default of a Mapping field: never written to
@@ -42,34 +43,29 @@ _EMPTY: Mapping[Any, Any] = MappingProxyType({})  # the default of a Mapping fie
 class ProbeContext(NamedTuple):
     """What probes share within one tick."""
 
-    # the client HTTP checks go through when httpx is needed (None: `clients` makes it)
-    client: httpx.AsyncClient | None
+    # the tick's HTTP engine (libcurl's multi, curl.Engine), which HTTP and docker:// checks use
+    engine: Engine | None
     # the tick's one clock reading (a replayed minute's start under --minute)
     now_ms: int
-    # what TLS probes trust: the same context the HTTP client verifies with (None: the tick's,
-    # which `clients` makes when a check first needs it: tls())
+    # what TLS probes trust (None: the tick's, which `contexts` makes when a check first needs
+    # it: tls())
     ssl_context: ssl.SSLContext | None
     # kind name -> monitor id -> what the tick read for that kind before probing (tick.KIND_READS)
     loaded: Mapping[str, Mapping[int, Any]] = _EMPTY
     # --block-private: connections (http, tls, tcp alike) only to addresses it allows
     guard: AddressGuard | None = None
-    # the tick's clients (None: every check uses `client` and `ssl_context`); monitors that verify
-    # TLS their own way (--ca-file, --insecure) get an SSL context and a client of their own
-    clients: Clients | None = None
-    # plain HTTP checks go straight on the wire (probes/wire.py), the others through `client`
-    fast: bool = False
-    # monitor id -> when a check of it last saw a response the fast path hands to httpx (a
-    # redirect; store.recent_rollups): run/fanout.py sends such a monitor to httpx at once
-    handed: Mapping[int, int] = _EMPTY
+    # the tick's trust by TLS setting; monitors that verify TLS their own way (--ca-file,
+    # --insecure) get their own
+    contexts: Contexts | None = None
 
     def tls(self) -> ssl.SSLContext:
         """The SSL context a TLS connection verifies with: ssl_context, or the tick's, made on
         first use (an SSL context costs half a megabyte, which a tick without TLS never needs)."""
         if self.ssl_context is not None:
             return self.ssl_context
-        if self.clients is None:
-            raise ValueError("a ProbeContext needs an ssl_context or clients")
-        return self.clients.context(None)
+        if self.contexts is None:
+            raise ValueError("a ProbeContext needs an ssl_context or contexts")
+        return self.contexts.context(None)
 
 
 Probe = Callable[[Monitor, ProbeContext], Awaitable[ProbeResult]]

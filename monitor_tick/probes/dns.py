@@ -10,7 +10,7 @@ The server is an IP address (a name would need a resolver to find the resolver),
 given (`[::1]:5353` for IPv6). --block-private applies to it like to any address probed.
 
 dnspython is imported only when a dns:// monitor is checked or probed (about 25 ms on top of
-httpx): a tick whose due monitors are all HTTP never pays it.
+the HTTP engine): a tick whose due monitors are all HTTP never pays it.
 """
 
 from __future__ import annotations

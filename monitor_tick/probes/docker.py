@@ -1,8 +1,9 @@
 """docker://NAME[?host=ENGINE]: a container's state, read from the Docker Engine API
-(GET /containers/NAME/json) with httpx, which speaks to a unix socket itself: no Docker SDK.
+(GET /containers/NAME/json) through the tick's HTTP engine (libcurl, which speaks to a unix
+socket itself: curl.py): no Docker SDK.
 ENGINE is unix:///path/docker.sock (/var/run/docker.sock unless given) or tcp://host[:port]
-(port 2375 unless given). A tcp:// engine is asked through the tick's client, so --block-private
-guards it like any address; a unix socket is refused under --block-private (it is this machine).
+(port 2375 unless given). A tcp:// engine's name is looked up as an HTTP check's is, so
+--block-private guards it like any address; a unix socket is refused under --block-private (it is this machine).
 
 NAME is a container's name or id ([a-zA-Z0-9][a-zA-Z0-9_.-]*, which hex ids match): nothing
 else can reach another API path.
@@ -33,8 +34,8 @@ from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
 from monitor_tick.probes import latency
 from monitor_tick.probes.base import Kind, ProbeContext, loopback, not_here
 from monitor_tick.probes.guard import BLOCKED
-from monitor_tick.probes.http import cause_of
-from monitor_tick.probes.net import cause_of_os_error, prefixed
+from monitor_tick.probes.http import Refused, lookup, pin
+from monitor_tick.probes.net import prefixed
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 
 DEFAULT_SOCKET = "/var/run/docker.sock"
 DEFAULT_TCP_PORT = 2375
+MAX_ANSWER_BYTES = 4 * 1024 * 1024  # an inspect answer is a few KiB; a larger one is not the Engine's
 NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
 USAGE = "docker://NAME[?host=ENGINE]"  # ENGINE: unix:///path/docker.sock or tcp://host[:port]
 # the engine's defaults for a health check that does not set them (Docker's HEALTHCHECK reference)
@@ -73,42 +75,57 @@ def engine_of(monitor: Monitor) -> tuple[str | None, str, int]:
 
 async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     import asyncio
+    import json
 
-    import httpx  # only when a docker:// monitor is probed: a tick of plain checks never loads it
+    from monitor_tick.probes import curl
 
+    assert ctx.engine is not None
     name = urlsplit(monitor.url).netloc
     path, host, port = engine_of(monitor)
     if path is not None and ctx.guard is not None:
         return ProbeResult("down", None, None, f"docker: {BLOCKED}unix sockets")  # set aside by the tick
     start = time.perf_counter()
+    answer = curl.Exchange()
     try:
         async with asyncio.timeout(monitor.timeout_s):
-            if path is None:  # the tick's client: guarded under --block-private
-                url = httpx.URL(scheme="http", host=host, port=port, path=f"/containers/{name}/json")
-                client = ctx.client if ctx.clients is None else ctx.clients.client(None)
-                assert client is not None
-                response = await client.get(url, timeout=monitor.timeout_s)
+            if path is None:  # looked up, and guarded under --block-private, as HTTP checks are
+                pinned = pin(host, port, await lookup(host, port, ctx.guard))
+                url = f"http://{f'[{host}]' if ':' in host else host}:{port}/containers/{name}/json"
             else:
-                transport = httpx.AsyncHTTPTransport(uds=path)
-                async with httpx.AsyncClient(transport=transport, timeout=monitor.timeout_s) as client:
-                    response = await client.get(f"http://docker/containers/{name}/json")
+                pinned, url = [], f"http://docker/containers/{name}/json"
+            sent = curl.Request(
+                url,
+                "GET",
+                [],
+                None,
+                pinned=pinned,
+                proxy="",
+                trust={},
+                keep=MAX_ANSWER_BYTES,
+                read_body=lambda status, location: True,
+                unix_socket=path,
+                timeout_s=monitor.timeout_s,
+            )
+            await curl.exchange(ctx.engine, sent, answer)
     except TimeoutError:
         return ProbeResult("down", None, None, "docker: timeout")
-    except (httpx.HTTPError, OSError) as exc:  # transports may leak raw socket errors (the guard's)
-        return _failed(exc, path)
+    except Refused as exc:
+        return ProbeResult("down", None, None, prefixed("docker", str(exc)))
+    if answer.cause is not None:
+        return _failed(answer, path)
     latency_ms = elapsed_ms(start, time.perf_counter())
     try:
-        answer = response.json()
+        found = json.loads(bytes(answer.body)) if answer.whole else None
     except ValueError:
-        answer = None
-    message = answer.get("message") if isinstance(answer, dict) else None
-    if response.status_code == 404 and isinstance(message, str):
+        found = None
+    message = found.get("message") if isinstance(found, dict) else None
+    if answer.status == 404 and isinstance(message, str):
         return ProbeResult("down", latency_ms, None, "docker: no such container")  # the Engine's own 404
     if isinstance(message, str) and message.lower().startswith(_AMBIGUOUS):  # whatever the status
         return ProbeResult("down", latency_ms, None, "docker: ambiguous id: more than one container matches")
-    if response.status_code not in (200, 404):
-        return ProbeResult("down", latency_ms, None, f"docker: the engine answered {response.status_code}")
-    container = answer if response.status_code == 200 else None
+    if answer.status not in (200, 404):
+        return ProbeResult("down", latency_ms, None, f"docker: the engine answered {answer.status}")
+    container = found if answer.status == 200 else None
     if not isinstance(container, dict) or not isinstance(container.get("State"), dict):
         return ProbeResult("down", latency_ms, None, "docker: not an Engine API answer")
     cause = state_cause(container, ctx.now_ms)
@@ -149,27 +166,15 @@ def _starting_cause(container: Mapping[str, Any], now_ms: int) -> str | None:
     return f"docker: health check starting for {starting} (allowed {format_duration_s(ms_to_s(window_ms))})"
 
 
-def _failed(exc: Exception, path: str | None) -> ProbeResult:
-    """The result of a request to the engine that raised (`path`: its socket, None over tcp)."""
-    code = _errno(exc)
-    if code == errno.EACCES and path is not None:
+def _failed(answer: Any, path: str | None) -> ProbeResult:
+    """The result of a request to the engine that failed (`path`: its socket, None over tcp).
+    Over a unix socket, a connection that failed says why by its errno (curl.Exchange.os_errno):
+    a socket this user may not open is this machine's configuration, not the engine's state."""
+    if answer.os_errno == errno.EACCES and path is not None:
         return not_here(f"docker: permission denied on {path}: this user may not use the engine's socket")
-    if code in (errno.ENOENT, errno.ECONNREFUSED):
+    if answer.os_errno in (errno.ENOENT, errno.ECONNREFUSED):
         return ProbeResult("down", None, None, "docker: engine not running")
-    cause = cause_of(exc) if not isinstance(exc, OSError) else cause_of_os_error(exc)
-    return ProbeResult("down", None, None, prefixed("docker", cause))
-
-
-def _errno(exc: BaseException) -> int | None:
-    """The errno of the OSError behind an httpx error (httpx and httpcore chain it)."""
-    seen: BaseException | None = exc
-    for _ in range(10):  # chains are short, and may loop
-        if seen is None:
-            return None
-        if isinstance(seen, OSError) and seen.errno is not None:
-            return seen.errno
-        seen = seen.__cause__ or seen.__context__
-    return None
+    return ProbeResult("down", None, None, prefixed("docker", answer.cause))
 
 
 def _check(monitor: Monitor) -> None:

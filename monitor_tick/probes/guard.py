@@ -3,8 +3,8 @@ multicast, reserved and cloud-metadata addresses.
 
 The check is made on the address actually connected to, after our own DNS lookup, for every
 connection -- the first request and every redirect alike -- so a public name that resolves to
-127.0.0.1 does not pass, and nothing can change between the check and the connect. What runs
-the check inside httpx's transport is backend.GuardedBackend: this module imports no httpx.
+127.0.0.1 does not pass, and nothing can change between the check and the connect: an HTTP
+check hands curl only the addresses checked here (http.lookup pins them).
 """
 
 from __future__ import annotations
@@ -50,10 +50,14 @@ class AddressGuard:
 
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         addresses = [ipaddress.ip_address(info[4][0]) for info in infos]
+        self.check(addresses)
+        return str(addresses[0])
+
+    def check(self, addresses: Iterable[IPAddress]) -> None:
+        """Raise BlockedAddress when any of a name's `addresses` is blocked."""
         blocked = [a for a in addresses if self.is_blocked(a)]
         if blocked:
             raise BlockedAddress(f"{BLOCKED}{blocked[0]} is not a public address")
-        return str(addresses[0])
 
     def is_blocked(self, address: IPAddress) -> bool:
         if isinstance(address, ipaddress.IPv6Address):  # IPv4 carried inside IPv6 is judged as IPv4

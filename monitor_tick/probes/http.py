@@ -6,19 +6,19 @@ Options: accepted statuses (--expect), text the body must contain (--keyword) or
 judged as for tls:// monitors on the final response's connection). What the request carries
 (method, headers, basic auth, body, its own CA or none) is request.py's.
 
-httpx's timeouts are per operation (a server that drips a byte a second never trips a read
-timeout), so the whole attempt -- connect, headers, body -- runs under `asyncio.timeout`.
-Every failure a remote end can cause becomes a `down` result with a short cause; our own
-limits (a connection-pool wait) become `unknown`, never `down`.
-
-httpx is imported only by a check that goes through it (the tick's clients are made when first
-needed: fanout.Clients): a check the fast path takes on (wire.py) never loads it.
+Every request goes through libcurl (curl.py), on a connection of its own. Names are looked up
+here, in a daemon thread each (run/fanout.DaemonThreads), checked against --block-private, and
+pinned for curl; so redirects are followed here, each hop's host looked up and pinned alike.
+The whole check -- lookups, connects, redirects, the body -- runs under `asyncio.timeout`.
+Every failure a remote end can cause becomes a `down` result with a short cause (curl.CAUSES).
 """
 
 from __future__ import annotations
 
-import sys
+import ipaddress
+import socket
 import time
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 from monitor_tick.core import urls
 from monitor_tick.core.clock import elapsed_ms
@@ -30,144 +30,237 @@ from monitor_tick.core.model import (
     parse_expect,
     status_accepted,
 )
-from monitor_tick.probes import jsonfield, latency, request, wire
+from monitor_tick.probes import jsonfield, latency, request
 from monitor_tick.probes.base import Kind, ProbeContext, failed_conditions
-from monitor_tick.probes.net import (
-    NO_ROUTE_ERRNOS,
-    cause_of_os_error,
-    cert_expires_at_ms,
-    check_expires_within,
-    connect,
-    expiry_cause,
-)
+from monitor_tick.probes.guard import AddressGuard, BlockedAddress
+from monitor_tick.probes.net import check_expires_within, expiry_cause
 
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
-    import httpx
+    from monitor_tick.probes import curl
 
-MAX_BODY_BYTES = 1024 * 1024  # at most this much of a body is kept, to look for keywords
+MAX_BODY_BYTES = 1024 * 1024  # at most this much of a decoded body is read, to look for keywords
 MAX_REDIRECTS = 5
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+DEFAULT_PORTS = {"http": 80, "https": 443}
 
 
-async def probe_http(
-    monitor: Monitor, client: httpx.AsyncClient | None, now_ms: int, ctx: ProbeContext | None = None
-) -> ProbeResult:
-    """One attempt. Never raises for remote behaviour; returns up/down/unknown with a cause.
-    `client` None: ctx.clients makes the one for the monitor's TLS setting, if httpx is needed.
-    `now_ms` (the tick's time) is what a certificate's days left are counted from. With --expires-within
-    the certificate is read from the response's connection, or, when the transport cannot show it
-    (a transport handed in), from a TLS connection of its own to the final URL's host, verified
-    as the client verifies (`ctx`). With `ctx.fast`, a plain check goes straight on the wire
-    (wire.py), and anything else through `client`, within the same deadline; its latency is then
-    that of httpx's exchange alone (the one that decided), which --max-latency judges. A check
-    whose response the fast path handed over, or whose exchange through httpx was redirected,
-    says so: its result's handed_at_ms is `now_ms` (run/fanout.py remembers it).
+class Refused(Exception):
+    """A hop that cannot be sent; str() is the check's cause ('dns', 'blocked: ...')."""
 
-    The body is read to its end under the same deadline (a page that never finishes loading is
-    down), keeping at most MAX_BODY_BYTES of it, and only when there is a keyword to look for.
-    """
+
+async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    """One check: the request, its redirects (up to MAX_REDIRECTS, to http and https only) and
+    the final answer's body, under the monitor's deadline. Never raises for remote behaviour.
+    `ctx.now_ms` (the tick's time) is what a certificate's days left are counted from; the
+    latency runs from the first lookup to the final answer's end."""
     import asyncio
 
+    from monitor_tick.probes import curl
+
+    assert ctx.engine is not None and ctx.contexts is not None
     ranges = parse_expect(monitor.expect_status)
-    keep = keeps_body(monitor)
+    trust = ctx.contexts.curl_trust(request.tls_setting(monitor))
+    method, url, body = monitor.method, monitor.url, request.request_body(monitor)
+    headers = request.request_headers(monitor)
+    if not any(name.lower() == "user-agent" for name in headers):  # --header's or the location's wins
+        headers["User-Agent"] = request.USER_AGENT
+
+    def read_body(status: int, location: bool) -> bool:
+        return not (status in REDIRECTS and location) and status_accepted(status, ranges)
+
     start = time.perf_counter()
-    status: int | None = None
-    expires_at_ms: int | None = None
-    call: wire.Call | None = None
-    handed_at_ms: int | None = None  # now_ms once the response is one the fast path hands over
+    answer = curl.Exchange()
     try:
         async with asyncio.timeout(monitor.timeout_s):
-            body: bytearray | None = None  # read only when the status is accepted
-            whole = True
-            answer = None
-            if ctx is not None and ctx.fast:
-                call = wire.Call(
-                    monitor,
-                    ctx.tls,
-                    keep=keep,
-                    limit=MAX_BODY_BYTES,
-                    read_body=lambda code: status_accepted(code, ranges),
-                    peer_cert=monitor.expires_within_sec is not None,
-                )
-                answer = await call.run()
-                if answer is None:  # httpx's to take further: from here on its status counts
-                    handed_at_ms = now_ms if call.handed else None
-                    call = None
-                    start = time.perf_counter()
-            if answer is not None:
-                return answer_result(monitor, answer, now_ms, elapsed_ms(start, time.perf_counter()))
-            if client is None:
-                client = _client_for(monitor, ctx)
-            sent = client.build_request(
-                monitor.method,
-                monitor.url,
-                headers=request.request_headers(monitor),
-                content=request.request_body(monitor),
-                timeout=monitor.timeout_s,
-            )
-            response = await client.send(sent, stream=True, follow_redirects=True)
-            try:
-                status = response.status_code
-                if response.history or 300 <= status < 400:  # the fast path hands a redirect over
-                    handed_at_ms = now_ms
-                if monitor.expires_within_sec is not None:
-                    expires_at_ms = cert_expires_at_ms(_peer_cert(response))
-                    if expires_at_ms is None and ctx is not None and response.url.scheme == "https":
-                        host, port = response.url.host, response.url.port or 443
-                        _, cert = await connect(host, port, monitor.timeout_s, ctx.tls(), ctx.guard)
-                        expires_at_ms = cert_expires_at_ms(cert)
-                if status_accepted(status, ranges):
-                    body, whole = await _read_body(response, keep)
-            finally:
-                await response.aclose()
-            return judged(
-                monitor,
-                status,
-                body,
-                whole,
-                expires_at_ms,
-                now_ms,
-                elapsed_ms(start, time.perf_counter()),
-                handed_at_ms,
-            )
-    except _failures() as exc:  # TimeoutError is an OSError
-        if status is None and call is not None:
-            status = call.status  # the fast path's response had begun
-        failed_result = failed(exc, status, expires_at_ms)
-        if failed_result.cause == "too many redirects":  # redirected, as the fast path hands over
-            handed_at_ms = now_ms
-        return failed_result._replace(handed_at_ms=handed_at_ms)
+            for hop in range(MAX_REDIRECTS + 1):
+                answer = curl.Exchange()
+                sent = await _request(url, method, headers, body, ctx, trust, monitor, read_body)
+                await curl.exchange(ctx.engine, sent, answer)
+                if answer.cause is not None:
+                    return ProbeResult("down", None, answer.status or None, answer.cause)
+                if answer.status not in REDIRECTS or not answer.location:
+                    break
+                if hop == MAX_REDIRECTS:
+                    return ProbeResult("down", None, None, "too many redirects")
+                url, method, body, headers = _redirected(url, answer.location, answer.status, method, body, headers)
+    except TimeoutError:  # the check's deadline
+        status = curl.status_of(answer)
+        return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body")
+    except Refused as exc:
+        return ProbeResult("down", None, None, str(exc))
+    latency_ms = elapsed_ms(start, time.perf_counter())
+    expires_at_ms = curl.expires_at_ms(answer.certs) if monitor.expires_within_sec is not None else None
+    accepted = status_accepted(answer.status, ranges)
+    text = _decoded(answer) if accepted and (monitor.keyword or monitor.keyword_absent) else None
+    return judged(
+        monitor,
+        answer.status,
+        answer.body if accepted else None,
+        text,
+        answer.whole,
+        expires_at_ms,
+        ctx.now_ms,
+        latency_ms,
+    )
+
+
+async def _request(
+    url: str,
+    method: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    ctx: ProbeContext,
+    trust: dict[int, object],
+    monitor: Monitor,
+    read_body: object,
+) -> curl.Request:
+    """One hop's request: its host looked up (and checked by the tick's guard) and pinned, its
+    proxy (from the environment) looked up and pinned. Raises Refused."""
+    from monitor_tick.probes import curl
+
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in DEFAULT_PORTS:
+        raise Refused("unsupported protocol")
+    try:
+        host = urls.http_host(parts)
+        port = parts.port or DEFAULT_PORTS[scheme]
+    except (InvalidMonitor, ValueError):
+        raise Refused("invalid url") from None
+    pinned: list[str] = []
+    assert ctx.contexts is not None
+    proxy = proxy_for(ctx.contexts.proxies(), scheme, host)
+    if proxy:  # the proxy connects to the host: only the proxy's name is ours to look up
+        proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        proxy_host = proxy_parts.hostname or ""
+        proxy_port = proxy_parts.port or 1080
+        pinned += pin(proxy_host, proxy_port, await lookup(proxy_host, proxy_port, None))
+    else:
+        pinned += pin(host, port, await lookup(host, port, ctx.guard))
+    if host != parts.hostname:  # an IDNA name: curl is handed its ASCII form
+        netloc = parts.netloc.rpartition("@")[0] + ("@" if "@" in parts.netloc else "")
+        netloc += f"[{host}]" if ":" in host else host
+        netloc += f":{parts.port}" if parts.port else ""
+        url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    lines = [f"{name}: {value}" for name, value in headers.items()]
+    keep = MAX_BODY_BYTES if keeps_body(monitor) else 0
+    return curl.Request(
+        url.partition("#")[0],
+        method,
+        lines,
+        body,
+        pinned=pinned,
+        proxy=proxy,
+        trust=trust,
+        keep=keep,
+        read_body=read_body,
+        certinfo=monitor.expires_within_sec is not None,
+        timeout_s=monitor.timeout_s,
+    )
+
+
+def pin(host: str, port: int, addresses: list[str]) -> list[str]:
+    """CURLOPT_RESOLVE's entry for `host`: curl connects to `host`:`port` at these addresses
+    only; none for an IP address, which curl never looks up."""
+    if addresses == [host.strip("[]")]:  # an address of its own (lookup)
+        return []
+    shown = ",".join(f"[{a}]" if ":" in a else a for a in addresses)
+    return [f"{host}:{port}:{shown}"]
+
+
+async def lookup(host: str, port: int, guard: AddressGuard | None) -> list[str]:
+    """The addresses of `host`, in the resolver's order, from a daemon thread (the loop's
+    default executor: fanout.DaemonThreads). Raises Refused: 'dns' when it has none, the guard's
+    cause when any of them is blocked (a name that also resolves to a private address)."""
+    import asyncio
+
+    name = host.strip("[]")
+    addresses = _literal(name)
+    if not addresses:
+        try:
+            infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError):
+            raise Refused("dns") from None
+        addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].partition("%")[0]) for info in infos))
+    if not addresses:
+        raise Refused("dns")
+    if guard is not None:
+        try:
+            guard.check(addresses)
+        except BlockedAddress as exc:
+            raise Refused(str(exc)) from None
+    return [str(a) for a in addresses]
+
+
+def _literal(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    """[the address] when `host` is an IP address, else [] (a name, to look up)."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        return []
+
+
+def proxy_for(proxies: dict[str, str], scheme: str, host: str) -> str:
+    """The proxy a request to `host` goes through, of the environment's `proxies` as httpx read
+    them (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in either case, NO_PROXY), or "" for none."""
+    import urllib.request
+
+    if not proxies or urllib.request.proxy_bypass_environment(host, proxies):
+        return ""
+    return proxies.get(scheme) or proxies.get("all") or ""
+
+
+def _redirected(
+    url: str, location: str, status: int, method: str, body: bytes | None, headers: dict[str, str]
+) -> tuple[str, str, bytes | None, dict[str, str]]:
+    """The next hop's (url, method, body, headers), as httpx followed a redirect: 303 and 302
+    make a GET of all but HEAD, 301 of a POST, the body goes only with the method; credentials
+    never go to another origin."""
+    target = urljoin(url, location)
+    if (status in (302, 303) and method != "HEAD") or (status == 301 and method == "POST"):
+        method, body = "GET", None
+    old, new = urlsplit(url), urlsplit(target)
+    same_origin = old.hostname == new.hostname and (
+        (old.scheme, old.port) == (new.scheme, new.port) or (old.scheme, new.scheme) == ("http", "https")
+    )
+    if not same_origin:
+        headers = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    return target, method, body, headers
+
+
+def _decoded(answer: curl.Exchange) -> str:
+    """The kept body as text: in the charset its Content-Type declares, else UTF-8."""
+    charset = "utf-8"
+    for param in (answer.content_type or "").split(";")[1:]:
+        name, _, value = param.strip().partition("=")
+        if name.lower() == "charset" and value.strip('"'):
+            charset = value.strip('"')
+    try:
+        return answer.body.decode(charset, errors="replace")
+    except LookupError:  # a charset Python does not know
+        return answer.body.decode("utf-8", errors="replace")
 
 
 def judged(
     monitor: Monitor,
     status: int,
     body: bytearray | None,
+    text: str | None,
     whole: bool,
     expires_at_ms: int | None,
     now_ms: int,
     latency_ms: int,
-    handed_at_ms: int | None = None,
 ) -> ProbeResult:
     """The result of an answer: `status`, and `body` (None: not read, as the status was not
-    accepted; `whole`: all of it) and the certificate's expiry judged against the monitor's
-    conditions."""
-    wanted = monitor.keyword.encode("utf-8") if monitor.keyword else None
-    unwanted = monitor.keyword_absent.encode("utf-8") if monitor.keyword_absent else None
+    accepted; `text`: it decoded, when a keyword is looked for; `whole`: all of it) and the
+    certificate's expiry judged against the monitor's conditions."""
     cause = failed_conditions(
         f"status {status}" if body is None else None,
-        *(_body_causes(monitor, body, whole, wanted, unwanted) if body is not None else ()),
+        *(_body_causes(monitor, body, text, whole) if body is not None else ()),
         expiry_cause(monitor, now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None,
     )
-    return ProbeResult("down" if cause is not None else "up", latency_ms, status, cause, expires_at_ms, handed_at_ms)
-
-
-def answer_result(monitor: Monitor, answer: wire.Answer, now_ms: int, latency_ms: int) -> ProbeResult:
-    """The result of a response the fast path took on (`latency_ms`: its exchange's)."""
-    status = answer.status
-    accepted = status_accepted(status, parse_expect(monitor.expect_status))
-    body, whole = (answer.body, answer.whole) if accepted else (None, True)
-    return judged(monitor, status, body, whole, cert_expires_at_ms(answer.peer_cert), now_ms, latency_ms)
+    return ProbeResult("down" if cause is not None else "up", latency_ms, status, cause, expires_at_ms)
 
 
 def keeps_body(monitor: Monitor) -> bool:
@@ -175,134 +268,13 @@ def keeps_body(monitor: Monitor) -> bool:
     return bool(monitor.keyword or monitor.keyword_absent or monitor.json_field)
 
 
-_OWN_FAILURES: tuple[type[BaseException], ...] = (wire.WireError, OSError)  # ssl.SSLError is an OSError
-
-
-def _failures() -> tuple[type[BaseException], ...]:
-    """What a remote end can make an attempt raise: httpx's errors too once httpx is loaded (only
-    a check that went through it can raise them). Read when an exception is raised, never else."""
-    httpx = sys.modules.get("httpx")
-    return _OWN_FAILURES if httpx is None else (*_OWN_FAILURES, httpx.HTTPError)
-
-
-def _client_for(monitor: Monitor, ctx: ProbeContext | None) -> httpx.AsyncClient:
-    """The tick's client for this monitor's TLS setting, made when first needed."""
-    if ctx is None or ctx.clients is None:
-        raise ValueError("probe_http needs a client, or a context whose clients make one")
-    return ctx.clients.client(request.tls_setting(monitor))
-
-
-def _body_causes(
-    monitor: Monitor, body: bytearray, whole: bool, wanted: bytes | None, unwanted: bytes | None
-) -> tuple[str | None, ...]:
+def _body_causes(monitor: Monitor, body: bytearray, text: str | None, whole: bool) -> tuple[str | None, ...]:
     """What an accepted answer's body fails: its keywords, its JSON field (None: passed)."""
     return (
-        "keyword missing" if wanted and wanted not in body else None,
-        "keyword present" if unwanted and unwanted in body else None,
+        "keyword missing" if monitor.keyword and monitor.keyword not in (text or "") else None,
+        "keyword present" if monitor.keyword_absent and monitor.keyword_absent in (text or "") else None,
         jsonfield.cause(monitor, bytes(body), whole) if monitor.json_field is not None else None,
     )
-
-
-def failed(exc: BaseException, status: int | None, expires_at_ms: int | None = None) -> ProbeResult:
-    """The result of an attempt that raised; `status` when a response had begun."""
-    if isinstance(exc, TimeoutError):  # the attempt's deadline
-        return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body", expires_at_ms)
-    if isinstance(exc, wire.WireError):
-        return ProbeResult("down", None, status, cause_of(exc), expires_at_ms)
-    if not isinstance(exc, OSError):  # httpx's errors (_failures): it is loaded (TLS errors are OSErrors)
-        import httpx
-
-        if isinstance(exc, httpx.PoolTimeout):
-            return ProbeResult("unknown", None, None, "connection pool exhausted")
-        return ProbeResult("down", None, status, cause_of(exc), expires_at_ms)
-    # transports may leak raw socket errors
-    return ProbeResult("down", None, status, cause_of_os_error(exc), expires_at_ms)
-
-
-async def _read_body(response: httpx.Response, keep: bool) -> tuple[bytearray, bool]:
-    """Read the body to its end; (its first MAX_BODY_BYTES, decoded, whether that is all of it),
-    holding no more than that in memory (nothing at all unless `keep`)."""
-    seen = bytearray()
-    whole = True
-    if not keep:
-        async for _ in response.aiter_raw():
-            pass
-        return seen, whole
-    async for chunk in response.aiter_bytes():
-        room = MAX_BODY_BYTES - len(seen)
-        whole = whole and len(chunk) <= room
-        seen += chunk[:room]
-    return seen, whole
-
-
-def _peer_cert(response: httpx.Response) -> dict[str, object] | None:
-    """The verified certificate of the connection that carried `response` (None over plain HTTP)."""
-    stream = response.extensions.get("network_stream")
-    ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
-    return ssl_object.getpeercert() if ssl_object is not None else None
-
-
-def cause_of(exc: httpx.HTTPError | wire.WireError) -> str:
-    """A short, stable cause for an httpx failure, or the fast path's (read as its httpx
-    counterpart), never the URL: it may hold secrets."""
-    if isinstance(exc, wire.ConnectError):
-        return _cause_of_chain(exc, default="connect error")
-    if isinstance(exc, wire.ReadError):
-        return _cause_of_chain(exc, default="connection reset")
-    if isinstance(exc, wire.RemoteProtocolError):
-        return "protocol error"
-    import httpx  # any other is httpx's own: it is loaded
-
-    if isinstance(exc, httpx.TooManyRedirects):
-        return "too many redirects"
-    if isinstance(exc, httpx.ConnectTimeout):
-        return "timeout"
-    if isinstance(exc, httpx.TimeoutException):
-        return "timeout"
-    if isinstance(exc, httpx.ConnectError):
-        return _cause_of_chain(exc, default="connect error")
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "protocol error"
-    if isinstance(exc, httpx.ReadError | httpx.WriteError):
-        return _cause_of_chain(exc, default="connection reset")
-    if isinstance(exc, httpx.UnsupportedProtocol):
-        return "unsupported protocol"
-    if isinstance(exc, httpx.DecodingError):
-        return "undecodable body"
-    return type(exc).__name__
-
-
-def _cause_of_chain(exc: BaseException, default: str) -> str:
-    seen: BaseException | None = exc
-    visited: set[int] = set()
-    while seen is not None and id(seen) not in visited:  # chains can loop
-        visited.add(id(seen))
-        if isinstance(seen, OSError):  # a TLS error too; httpx's errors and the fast path's are neither
-            cause = cause_of_os_error(seen)
-            # anyio wraps the real error in a plain OSError; an unreachable network is the real
-            # one (asyncio's text for it may name ssl, which is not a TLS failure)
-            if cause != "connect error" or getattr(seen, "errno", None) in NO_ROUTE_ERRNOS:
-                return cause
-        seen = seen.__cause__ or seen.__context__
-    text = str(exc).lower()
-    if "name or service not known" in text or "nodename nor servname" in text or "name resolution" in text:
-        return "dns"
-    if "certificate" in text or "ssl" in text or "tls" in text:
-        return "tls"
-    if "connection refused" in text or "errno 111" in text:
-        return "connect refused"
-    return default
-
-
-async def _probe(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
-    setting = request.tls_setting(monitor)
-    if ctx.clients is None:
-        return await probe_http(monitor, ctx.client, ctx.now_ms, ctx)
-    # its own CA or no verification: an SSL context (and client, made if httpx is needed) of its
-    # own, which the fast path and the certificate check of --expires-within use too
-    if setting is not None:
-        ctx = ctx._replace(ssl_context=ctx.clients.context(setting))
-    return await probe_http(monitor, None, ctx.now_ms, ctx)
 
 
 def _check(monitor: Monitor) -> None:
@@ -326,7 +298,7 @@ KIND = Kind(
     name="http",
     schemes=("http", "https"),
     usage="http(s)://host/path",
-    probe=latency.judged(_probe),
+    probe=latency.judged(probe_http),
     check=_check,
     unusable=request.unresolved,
     options=frozenset(

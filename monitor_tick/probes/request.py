@@ -10,8 +10,8 @@ is never printed or stored.
 
 TLS. --ca-file trusts the certificate authorities in one PEM file instead of the system's (a
 home lab's own CA, as curl's --cacert); --insecure verifies nothing. A monitor with either gets
-an SSL context of its own (`tls_setting` is its key: the tick builds a client per distinct
-setting, only when such a monitor is due).
+an SSL context, and curl options, of its own (`tls_setting` is its key: the tick builds them per
+distinct setting, only when such a monitor is due).
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def with_user_agent(monitor: Monitor, agent: str | None) -> Monitor:
 
 # RFC 9110's token: what a header name may be made of
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-# set by httpx from the URL and the body: a second copy would make the request ambiguous
+# set by curl from the URL and the body: a second copy would make the request ambiguous
 _RESERVED = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 
 
@@ -151,8 +151,8 @@ def tls_setting(monitor: Monitor) -> tuple[str | None, bool] | None:
 
 
 def trust_locations() -> tuple[str | None, str | None]:
-    """(SSL_CERT_FILE, SSL_CERT_DIR) as httpx reads them. A CA setting that names nothing raises
-    FileNotFoundError, as httpx's context would (a file that is not PEM fails each TLS check
+    """(SSL_CERT_FILE, SSL_CERT_DIR), as HTTP checks and TLS probes read them. A CA setting that
+    names nothing raises FileNotFoundError (a file that is not PEM fails each TLS check
     instead, when it is first needed)."""
     cafile = os.environ.get("SSL_CERT_FILE") or None
     capath = None if cafile else os.environ.get("SSL_CERT_DIR") or None
@@ -172,7 +172,7 @@ def check_trust(verify: object) -> None:
 
 def ssl_context(verify: object = True) -> ssl.SSLContext:
     """The one TLS context of a tick: what HTTPS requests and tls:// probes both trust.
-    `verify`: an ssl.SSLContext (used as is), True (httpx's default CA bundle, loaded on the
+    `verify`: an ssl.SSLContext (used as is), True (the default CA bundle, loaded on the
     first handshake: trust.DefaultTrust), False (no verification) or a CA file. Called when a
     check first needs TLS: ssl is imported then (a tick of plain http:// checks never loads it)."""
     import ssl
@@ -183,9 +183,11 @@ def ssl_context(verify: object = True) -> ssl.SSLContext:
         from monitor_tick.probes.trust import DefaultTrust
 
         return DefaultTrust(*trust_locations())
-    import httpx  # a CA file or no verification: httpx's reading of it (a test's or embedder's)
-
-    return httpx.create_ssl_context(verify=verify)  # type: ignore[arg-type]
+    context = ssl.create_default_context(cafile=verify) if isinstance(verify, str) else ssl.create_default_context()
+    if verify is False:  # no verification (a test's or embedder's)
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 class Contexts:
@@ -197,11 +199,63 @@ class Contexts:
         check_trust(verify)
         self._verify = verify
         self._contexts: dict[tuple[str | None, bool] | None, ssl.SSLContext] = {}
+        self._curl: dict[tuple[str | None, bool] | None, dict[int, object]] = {}
+        self._proxies: dict[str, str] | None = None
 
     def context(self, setting: tuple[str | None, bool] | None) -> ssl.SSLContext:
         if setting not in self._contexts:
             self._contexts[setting] = ssl_context(self._verify) if setting is None else ssl_context_for(setting)
         return self._contexts[setting]
+
+    def proxies(self) -> dict[str, str]:
+        """The proxies of the environment, as urllib reads them (HTTP_PROXY, HTTPS_PROXY,
+        ALL_PROXY and NO_PROXY, in either case), read once a tick: reading them walks the
+        whole environment."""
+        if self._proxies is None:
+            import urllib.request
+
+            self._proxies = urllib.request.getproxies_environment()
+        return self._proxies
+
+    def curl_trust(self, setting: tuple[str | None, bool] | None) -> dict[int, object]:
+        """curl's TLS options for HTTP checks of this setting (curl_trust_options)."""
+        if setting not in self._curl:
+            self._curl[setting] = curl_trust_options(self._verify, setting)
+        return self._curl[setting]
+
+
+def curl_trust_options(verify: object, setting: tuple[str | None, bool] | None) -> dict[int, object]:
+    """curl's TLS options for a monitor's tls_setting (request.tls_setting; None: the tick's
+    `verify`: True for SSL_CERT_FILE, else SSL_CERT_DIR, else certifi's bundle; False for none;
+    a CA file; or an ssl.SSLContext, whose CA certificates and verify mode are used)."""
+    import pycurl
+
+    if setting is not None:
+        ca_file, insecure = setting
+        verify = False if insecure else ca_file
+    if verify is False:
+        return {pycurl.SSL_VERIFYPEER: 0, pycurl.SSL_VERIFYHOST: 0}
+    if isinstance(verify, str):
+        return {pycurl.CAINFO: verify, pycurl.CAPATH: None}
+    if verify is True:
+        cafile, capath = trust_locations()
+        if capath:
+            return {pycurl.CAPATH: capath, pycurl.CAINFO: None}
+        if not cafile:
+            import certifi
+
+            cafile = certifi.where()
+        return {pycurl.CAINFO: cafile, pycurl.CAPATH: None}
+    import ssl  # an embedder's context: its CA certificates, its verification
+
+    assert isinstance(verify, ssl.SSLContext)
+    if verify.verify_mode == ssl.CERT_NONE:
+        return {pycurl.SSL_VERIFYPEER: 0, pycurl.SSL_VERIFYHOST: 0}
+    pem = "".join(ssl.DER_cert_to_PEM_cert(der) for der in verify.get_ca_certs(binary_form=True))
+    options: dict[int, object] = {pycurl.CAINFO_BLOB: pem.encode("ascii"), pycurl.CAPATH: None}
+    if not verify.check_hostname:
+        options[pycurl.SSL_VERIFYHOST] = 0
+    return options
 
 
 def ssl_context_for(setting: tuple[str | None, bool]) -> ssl.SSLContext:
@@ -279,7 +333,7 @@ def own_trust(probe: Probe) -> Probe:
     async def probe_trusting(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         setting = tls_setting(monitor)
         if setting is not None:
-            own = ctx.clients.context(setting) if ctx.clients is not None else ssl_context_for(setting)
+            own = ctx.contexts.context(setting) if ctx.contexts is not None else ssl_context_for(setting)
             ctx = ctx._replace(ssl_context=own)
         return await probe(monitor, ctx)
 

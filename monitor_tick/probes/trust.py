@@ -1,4 +1,5 @@
-"""The tick's default trust: httpx's CA bundle, loaded on the first TLS handshake. Imported only
+"""The tick's default trust for the kinds that speak TLS themselves (tls://, smtp, ws, ...): the
+CA bundle HTTP checks trust too (request.curl_trust_options), loaded on the first TLS handshake. Imported only
 when a check first needs TLS (request.ssl_context): it imports ssl."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 
 class DefaultTrust(ssl.SSLContext):
-    """httpx's default trust -- the CA bundle in SSL_CERT_FILE, else the directory in
+    """The default trust -- the CA bundle in SSL_CERT_FILE, else the directory in
     SSL_CERT_DIR, else certifi's -- loaded on the first TLS handshake, not when made: loading a
     bundle costs tens of milliseconds, which a tick with no https:// or tls:// monitor, nor a
     redirect to one, never needs to spend. Otherwise ssl.create_default_context's context."""
@@ -25,7 +26,7 @@ class DefaultTrust(ssl.SSLContext):
         """`cafile`, `capath`: request.trust_locations(), read when the tick made it."""
         self._loaded = False
         self._failed: BaseException | None = None
-        # as ssl.create_default_context sets them (httpx's context is one)
+        # as ssl.create_default_context sets them
         if sys.version_info >= (3, 13):
             self.verify_flags |= ssl.VERIFY_X509_STRICT | ssl.VERIFY_X509_PARTIAL_CHAIN
         if os.environ.get("SSLKEYLOGFILE"):
@@ -48,7 +49,7 @@ class DefaultTrust(ssl.SSLContext):
         if self._cafile or self._capath:
             self.load_verify_locations(cafile=self._cafile, capath=self._capath)
         else:
-            import certifi  # httpx's own dependency, and its default
+            import certifi  # the default where no CA setting is given, as for HTTP checks
 
             self.load_verify_locations(cafile=certifi.where())
 

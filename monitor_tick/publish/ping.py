@@ -2,7 +2,7 @@
 ran, or that it failed (`URL/fail`), so that cron stopping, or every tick failing, is noticed
 where no mail server is set up.
 
-Standard library only (the idle tick imports neither httpx nor asyncio), and one hard deadline:
+Standard library only (the idle tick imports neither pycurl nor asyncio), and one hard deadline:
 the request runs in a daemon thread that is abandoned when the deadline passes, so a watcher
 that never answers costs the tick PING_TIMEOUT_S at most, never its exit code.
 """

@@ -1,7 +1,7 @@
 """Probe many monitors at once: `concurrency` workers start probes continuously (a slow host
 holds one worker, never a batch, and a hanging one only for `slot_hold_s`), never more than
 `max_in_flight` running at once, and even a bug in one probe is that monitor's failed check,
-never the tick's.
+never the tick's. Every kind's probes share it, and the tick's one HTTP engine (probes/curl.py).
 
 Workers take the next monitor as soon as they are free, so the tick's makespan is close to
 max(sum of latencies / concurrency, slowest latency) when the slowest probes start first. The
@@ -15,31 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import sys
 import threading
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
-from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.core import clock
+from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult, Recent
+from monitor_tick.core.redact import redact_url
 from monitor_tick.probes import PROBES, ProbeContext, resolved
-from monitor_tick.probes.guard import AddressGuard, is_refusal
-from monitor_tick.probes.request import USER_AGENT, Contexts, hide_values, ssl_context
+from monitor_tick.probes.guard import is_refusal
+from monitor_tick.probes.request import hide_values
 
-# what both fan-outs share (run/probing.py), named here too
-from monitor_tick.run.probing import (  # noqa: F401
-    CUT_OFF,
-    FAST_PATH_FROM,
-    MIN_ATTEMPT_S,
-    WIRE_AGAIN_AFTER_CHECKS,
-    failed_inside,
-    fast_path,
-    handed_over,
-    shown,
-    start_order,
-    to_httpx,
-)
-
-if TYPE_CHECKING:
-    import httpx
+MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starting
+CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget")
 
 
 class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
@@ -68,62 +57,6 @@ class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
         return None
 
 
-def make_client(
-    concurrency: int,
-    transport: httpx.AsyncBaseTransport | None = None,
-    verify: Any = True,
-    guard: AddressGuard | None = None,
-) -> httpx.AsyncClient:
-    """One client shared by the tick. The pool has no connection cap (the semaphore bounds
-    concurrency), so no probe ever waits for a pool slot -- that would be our limit, not the
-    site's outage. With `guard`, every connection (redirects included) is checked against it
-    on the address actually connected to. `transport`, when given, is used as it is (tests hand
-    in httpx.MockTransport, or httpx's own transport for respx to see)."""
-    import httpx
-
-    from monitor_tick.probes.backend import guarded_transport, httpx_transport
-
-    limits = httpx.Limits(max_connections=None, max_keepalive_connections=concurrency)
-    if transport is None and guard is not None:
-        transport = guarded_transport(guard, ssl_context=ssl_context(verify), limits=limits)
-    elif transport is None:
-        transport = httpx_transport(ssl_context(verify), limits)
-    return httpx.AsyncClient(
-        transport=transport,
-        verify=verify,
-        limits=limits,
-        max_redirects=5,
-        headers={"User-Agent": USER_AGENT},
-    )
-
-
-class Clients(Contexts):
-    """The tick's httpx clients (probes.base.Clients): the shared one, and one per TLS setting of
-    monitors that verify TLS their own way (--ca-file, --insecure), each with its own SSL
-    context (Contexts) and otherwise made as the shared one is. A client is made when the first
-    check that needs httpx asks for it, so a tick whose checks all go on the wire imports no
-    httpx."""
-
-    def __init__(
-        self, concurrency: int, transport: httpx.AsyncBaseTransport | None, guard: AddressGuard | None, verify: Any
-    ) -> None:
-        """`verify`: the tick's TLS verification (ssl_context's), its context made when first
-        needed; checked now, so that a CA setting that names nothing fails the tick at its start."""
-        super().__init__(verify)
-        self._args = (concurrency, transport, guard)
-        self._made: dict[tuple[str | None, bool] | None, httpx.AsyncClient] = {}
-
-    def client(self, setting: tuple[str | None, bool] | None) -> httpx.AsyncClient:
-        if setting not in self._made:
-            concurrency, transport, guard = self._args
-            self._made[setting] = make_client(concurrency, transport, self.context(setting), guard)
-        return self._made[setting]
-
-    async def aclose(self) -> None:
-        for client in self._made.values():
-            await client.aclose()
-
-
 async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
     """Probe; on `down`, pause and try again up to monitor.retries times. All attempts share
     the monitor's one deadline (timeout_s): a probe that timed out is not retried, and no
@@ -136,7 +69,6 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + monitor.timeout_s
     result = await probe(sent, ctx)
-    handed_at_ms = result.handed_at_ms
     for _ in range(monitor.retries):
         if result.status != "down" or is_refusal(result.cause):
             break
@@ -145,13 +77,7 @@ async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s:
             break
         if retry_delay_s > 0:
             await asyncio.sleep(retry_delay_s)
-        if handed_at_ms is not None:  # handed over once: the retry goes to httpx at once
-            ctx = ctx._replace(fast=False)
         result = await probe(sent._replace(timeout_s=left_s), ctx)
-        if result.handed_at_ms is not None:
-            handed_at_ms = result.handed_at_ms
-    if handed_at_ms != result.handed_at_ms:
-        result = result._replace(handed_at_ms=handed_at_ms)
     if result.cause is not None and sent is not monitor:
         result = result._replace(cause=hide_values(result.cause, monitor))
     return result
@@ -272,7 +198,7 @@ class Pool:
             task.add_done_callback(self._probes.discard)
             # a hanging host would otherwise keep healthy monitors queued behind it until the
             # budget cuts them off; waiting on it costs a socket, not a slot
-            await asyncio.wait([task], timeout=self._slot_hold_s)
+            await _ended_or_held(task, self._slot_hold_s)
             batch._release_one()
             self.changed.set()
 
@@ -296,17 +222,82 @@ class Pool:
             batch.released.set()
 
 
-async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
-    """The monitor's check, sent to httpx at once when to_httpx says so; a check sent there that
-    saw no hand-over of its own keeps the remembered one."""
-    handed_at_ms = ctx.handed.get(monitor.id)
-    remembered = to_httpx(monitor, handed_at_ms, ctx.now_ms)
-    if remembered and ctx.fast:
-        ctx = ctx._replace(fast=False)
+async def _ended_or_held(task: asyncio.Future[None], hold_s: float | None) -> None:
+    """Return when `task` ends or has run `hold_s` (None: at its end): asyncio.wait's work for
+    one task, without the sets and wrappers it makes for many, once a check."""
+    loop = asyncio.get_running_loop()
+    released = loop.create_future()
+
+    def release(_: object = None) -> None:
+        if not released.done():
+            released.set_result(None)
+
+    task.add_done_callback(release)
+    timer = loop.call_later(hold_s, release) if hold_s is not None else None
     try:
-        result = await probe_with_retries(monitor, ctx, retry_delay_s)
-    except Exception as exc:  # a bug in a probe is that monitor's failed check
-        result = failed_inside(monitor, exc)
-    if remembered and result.handed_at_ms is None:
-        result = result._replace(handed_at_ms=handed_at_ms)
-    return result
+        await released
+    finally:
+        task.remove_done_callback(release)
+        if timer is not None:
+            timer.cancel()
+
+
+async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
+    """The monitor's check; a bug in a probe is that monitor's failed check."""
+    try:
+        return await probe_with_retries(monitor, ctx, retry_delay_s)
+    except Exception as exc:
+        return failed_inside(monitor, exc)
+
+
+def failed_inside(monitor: Monitor, exc: BaseException) -> ProbeResult:
+    """A bug in a probe of `monitor`: that monitor's failed check, never the tick's, said in one
+    line on stderr (shown: no secret)."""
+    detail = shown(str(exc), monitor)
+    print(
+        f"monitor-tick: probe of monitor {monitor.id} failed inside monitor-tick: {type(exc).__name__}: {detail}",
+        file=sys.stderr,
+    )
+    return ProbeResult("down", None, None, f"probe error: {type(exc).__name__}")
+
+
+def shown(text: str, monitor: Monitor) -> str:
+    """`text` with the monitor's URL, as stored or as its probe was sent it, redacted, and any
+    other value the tick resolved for it named by its reference."""
+    try:
+        sent = resolved(monitor).url
+    except InvalidMonitor:
+        sent = monitor.url
+    for url in dict.fromkeys((sent, monitor.url)):
+        text = text.replace(url, redact_url(monitor.url))
+    return hide_values(text, monitor)
+
+
+_NEVER_CHECKED: Recent = (0, None, -1)
+
+
+def start_order(monitors: Sequence[Monitor], recent: Mapping[int, Recent], minute: int) -> list[int]:
+    """Indexes of `monitors` in the order their probes start in `minute`.
+
+    `recent` maps a monitor id to its newest rollup hour (store.recent_rollups). Three groups,
+    each whole before the next:
+    1. monitors whose previous due check was decided and that have no failure in their newest
+       hour: they were up, and cost milliseconds, so a host that hangs never keeps them waiting;
+       the slowest first (longest-processing-time-first keeps the makespan near its bound);
+    2. monitors whose previous due check was not decided -- no check since the start of the
+       minute one interval back: cut off by the budget, never checked, or monitor-tick was not
+       running -- the longest waiting first, so none is cut off for ever;
+    3. monitors that failed in their newest hour (a hanging host among them): each counts as its
+       whole timeout, the longest first."""
+    minute_start_ms = clock.minute_start_ms(minute)
+
+    def key(index: int) -> tuple[int, float, int]:
+        monitor = monitors[index]
+        failures, latency_ms_max, last_check_ms = recent.get(monitor.id, _NEVER_CHECKED)
+        if last_check_ms < minute_start_ms - clock.s_to_ms(monitor.effective_interval_sec):
+            return (2, last_check_ms, index)  # undecided: oldest last check first
+        if failures:
+            return (3, -monitor.timeout_s, index)
+        return (1, -(latency_ms_max or 0), index)
+
+    return sorted(range(len(monitors)), key=key)

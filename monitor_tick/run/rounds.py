@@ -19,8 +19,6 @@ TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (
 if TYPE_CHECKING:
     from typing import Any
 
-    import httpx
-
     from monitor_tick.probes.guard import AddressGuard
 
 DEFAULT_CONCURRENCY = 50
@@ -72,11 +70,8 @@ class TickOptions(NamedTuple):
     # refuse probes to private, loopback, link-local and metadata addresses (shared installs)
     guard: AddressGuard | None = None
     notify_timeout_s: float | None = None  # one notification to one channel; None: alerts.notify's
-    # for tests and embedding: the httpx transport every HTTP probe goes through (None: httpx's
-    # own, guarded under --block-private, and plain checks straight on the wire; see
-    # fanout.make_client and probing.fast_path), and TLS verification for
-    # https:// and tls:// (an ssl.SSLContext, True for the default CA bundle, or a CA file)
-    transport: httpx.AsyncBaseTransport | None = None
+    # for tests and embedding: TLS verification for https:// and tls:// (an ssl.SSLContext, whose
+    # CA certificates HTTP checks trust; True for the default CA bundle; False; or a CA file)
     verify: Any = True
     # the work split on PostgreSQL: this host's name in the claims (`monitor-tick hosts`), and
     # how long a claimed bucket stays ours (must exceed the budget and the hosts' clock skew)
@@ -275,31 +270,15 @@ def read_for_kinds(conn: store.Connection, monitors: Sequence[Monitor]) -> dict[
     return loaded
 
 
-def probe_context(
-    options: TickOptions,
-    now_ms: int,
-    loaded: Mapping[str, Mapping[int, Any]],
-    http_checks: int,
-    handed: Mapping[int, int] | None = None,
-    *,
-    bare: bool = False,
-) -> Any:
-    """The probes' ProbeContext for a tick with `http_checks` HTTP checks due (the fast path is
-    decided on them: probing.fast_path); `handed`: the monitors whose checks go to httpx at once
-    (ProbeContext.handed, probing.handed_over), used as it is: PostgreSQL's tick adds each share's.
-    Close its `clients` when probing ends: httpx's clients (a monitor with its own CA or
-    --insecure gets its own) are made when a check first needs httpx, so a tick whose checks all
-    go on the wire never imports it. `bare`: for the bare loop (run/bare.py), whose checks need
-    SSL contexts only (request.Contexts), and which imports no asyncio."""
-    from monitor_tick.run import probing  # deferred, as the probes are
+def probe_context(options: TickOptions, now_ms: int, loaded: Mapping[str, Mapping[int, Any]]) -> Any:
+    """The probes' ProbeContext, on the running loop: the tick's HTTP engine (close it when
+    probing ends: ProbeContext.engine.close) and its trust, each part made when a check first
+    needs it (a tick without HTTP checks loads no libcurl, one without TLS no CA bundle)."""
+    probes = probes_module()
+    from monitor_tick.probes.curl import Engine
 
-    if bare:
-        clients = probes_module().request.Contexts(options.verify)
-    else:
-        clients = event_loop()[1].Clients(options.concurrency, options.transport, options.guard, options.verify)
-    fast = probing.fast_path(http_checks, options.transport, options.guard)
-    handed = {} if handed is None else handed
-    return probes_module().ProbeContext(None, now_ms, None, loaded, options.guard, clients, fast, handed)
+    contexts = probes.request.Contexts(options.verify)
+    return probes.ProbeContext(Engine(), now_ms, None, loaded, options.guard, contexts)
 
 
 def canary_monitor(
@@ -334,9 +313,8 @@ def canary_options(options: TickOptions, canary: Monitor) -> TickOptions:
 
 # ---------------------------------------------------------------------------------------------
 # Deferred imports of a round (the tick's own are in tick.py): an idle tick imports none of these.
-# The probes and the fan-out (asyncio's only when a check is not plain HTTP: run/bare.py; httpx
-# only when a check needs it: fanout.Clients); the alert policy is needed only when there are
-# results.
+# The probes, asyncio and the fan-out are needed only when a monitor is due (libcurl only when an
+# HTTP check is: probes/curl.py); the alert policy only when there are results.
 
 
 def probes_module() -> ModuleType:

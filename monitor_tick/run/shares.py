@@ -102,9 +102,7 @@ async def probe_minute(
 
     deadline = loop.time() + budget_s
     loaded: dict[str, dict[int, Any]] = {}  # every share's (rounds.KIND_READS), read as it is claimed
-    handed: dict[int, int] = {}  # every share's (probing.handed_over), read as it is claimed
-    # the fast path is the whole tick's choice, made on every check due in the minute
-    ctx = rounds.probe_context(options, run.now_ms, loaded, sum(row["kind"] == "http" for row in rows), handed)
+    ctx = rounds.probe_context(options, run.now_ms, loaded)
     pool = fanout.Pool(
         ctx,
         concurrency=options.concurrency,
@@ -137,7 +135,6 @@ async def probe_minute(
             share = await in_db(rounds.prepare, run, mine, held, options.location)
             for kind, values in share.loaded.items():
                 loaded.setdefault(kind, {}).update(values)
-            handed.update(fanout.handed_over(share.recent))
             order = fanout.start_order(share.usable, share.recent, run.claim.minute)
             batches.append(pool.submit(share.usable, order))
             written.append(asyncio.ensure_future(write(share, batches[-1], claimed_at)))
@@ -164,7 +161,7 @@ async def probe_minute(
             pending.cancel()
         await asyncio.gather(*written, return_exceptions=True)
         await pool.close()
-        await ctx.clients.aclose()
+        ctx.engine.close()
         db.shutdown(wait=True, cancel_futures=True)
 
 
@@ -200,10 +197,10 @@ def on_connection(
 
 async def _probe_canary(canary: Monitor, options: rounds.TickOptions, now_ms: int) -> list[ProbeResult]:
     canary_options = rounds.canary_options(options, canary)
-    ctx = rounds.probe_context(canary_options, now_ms, {}, 1)
+    ctx = rounds.probe_context(canary_options, now_ms, {})
     try:
         return await fanout.probe_all(
             [canary], ctx, concurrency=1, retry_delay_s=options.retry_delay_s, budget_s=canary_options.budget_s
         )
     finally:
-        await ctx.clients.aclose()
+        ctx.engine.close()

@@ -256,60 +256,28 @@ def _probe(
     loaded: dict[str, Any],
     recent: dict[int, Recent] | None = None,
 ) -> list[ProbeResult]:
-    """Probe in probing.start_order (`recent`: store.recent_rollups): on the bare loop when it
-    takes every check (run/bare.py), else on asyncio's. A check the bare loop hands to httpx goes
-    on at once on asyncio's loop, in a thread of its own (the tick's one import of asyncio then)."""
-    bare, probing = _bare_loop()
-    recent = recent or {}
-    order = probing.start_order(monitors, recent, clock.minute_of_ms(now_ms))
-    handed = probing.handed_over(recent)
-    http_checks = sum(m.kind == "http" for m in monitors)
-    ctx = probe_context(options, now_ms, loaded, http_checks, handed, bare=True)
-    sent = bare.requests(monitors, ctx)
-    if sent is None:
-        return _probe_on_asyncio(monitors, options, now_ms, loaded, order, http_checks, handed)
-
-    def elsewhere(monitor: Monitor, was_handed: bool, budget_s: float) -> ProbeResult:
-        # a monitor whose response the fast path handed over goes to httpx at once, and its
-        # result says so (ProbeContext.handed)
-        to_httpx = {**handed, monitor.id: now_ms} if was_handed else handed
-        return _probe_on_asyncio([monitor], options._replace(budget_s=budget_s), now_ms, loaded, None, 1, to_httpx)[0]
-
-    return bare.probe_all(monitors, sent, ctx, order=order, elsewhere=elsewhere, **_fan_out(options))
-
-
-def _fan_out(options: TickOptions) -> dict[str, Any]:
-    """A tick's fan-out settings, as fanout.probe_all and bare.probe_all take them."""
-    return {
-        "concurrency": options.concurrency,
-        "retry_delay_s": options.retry_delay_s,
-        "budget_s": options.budget_s,
-        "slot_hold_s": options.budget_s * SLOT_HOLD_SHARE,
-        "max_in_flight": IN_FLIGHT_PER_WORKER * options.concurrency,
-    }
-
-
-def _probe_on_asyncio(
-    monitors: list[Monitor],
-    options: TickOptions,
-    now_ms: int,
-    loaded: dict[str, Any],
-    order: list[int] | None,
-    http_checks: int,
-    handed: dict[int, int],
-) -> list[ProbeResult]:
-    """Probe on an event loop, in `order` (None: as listed)."""
+    """Probe on asyncio's loop, in fanout.start_order (`recent`: store.recent_rollups)."""
     asyncio, fanout = event_loop()
 
     async def main() -> list[ProbeResult]:
         # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
         # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
-        ctx = probe_context(options, now_ms, loaded, http_checks, handed)
+        order = fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms))
+        ctx = probe_context(options, now_ms, loaded)
         try:
-            return await fanout.probe_all(monitors, ctx, order=order, **_fan_out(options))
+            return await fanout.probe_all(
+                monitors,
+                ctx,
+                order=order,
+                concurrency=options.concurrency,
+                retry_delay_s=options.retry_delay_s,
+                budget_s=options.budget_s,
+                slot_hold_s=options.budget_s * SLOT_HOLD_SHARE,
+                max_in_flight=IN_FLIGHT_PER_WORKER * options.concurrency,
+            )
         finally:
-            await ctx.clients.aclose()
+            ctx.engine.close()
 
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
     # would bring back the slow-resolver queue that DaemonThreads removes: one resolver that hangs
@@ -319,15 +287,9 @@ def _probe_on_asyncio(
 
 # ---------------------------------------------------------------------------------------------
 # Deferred imports, all of the tick's in one place. An idle tick (nothing due, nothing to send;
-# cron runs it 1,440 times a day) imports none of these: the probes and the fan-outs (asyncio only
-# when a check is not plain HTTP: run/bare.py; httpx only when a check needs it: fanout.Clients);
-# the alert modules are needed only when there are results or deliveries.
-
-
-def _bare_loop() -> tuple[ModuleType, ModuleType]:
-    from monitor_tick.run import bare, probing
-
-    return bare, probing
+# cron runs it 1,440 times a day) imports none of these: the probes, asyncio and the fan-out
+# (rounds.event_loop; libcurl only when an HTTP check runs); the alert modules are needed only
+# when there are results or deliveries.
 
 
 def _shares() -> ModuleType:

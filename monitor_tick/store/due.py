@@ -258,7 +258,7 @@ def select_due(conn: Connection, minute: int, now_ms: int) -> list[dict[str, Any
 
 # `?`: the ids as a JSON array (one parameter however many)
 RECENT_ROLLUPS = (
-    "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms, r.handed_at_ms FROM json_each(?) j "
+    "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM json_each(?) j "
     "JOIN rollups r ON r.monitor_id = j.value "
     "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = j.value)"
 )
@@ -266,11 +266,8 @@ RECENT_ROLLUPS = (
 
 def recent_rollups(conn: Connection, monitor_ids: Sequence[int]) -> dict[int, Recent]:
     """monitor id -> its newest rollup hour, for the monitors that have one. One primary-key
-    seek per monitor (the tick orders its probes by this, and sends to httpx at once the HTTP
-    checks that the fast path would hand over: run/fanout.py)."""
+    seek per monitor (the tick orders its probes by this: run/fanout.py, start_order)."""
     if not monitor_ids:
         return {}
     rows = conn.execute(statement(conn, "recent_rollups", RECENT_ROLLUPS), (to_json(list(monitor_ids)),))
-    return {
-        int(monitor): (int(failures), latency, int(last), handed) for monitor, failures, latency, last, handed in rows
-    }
+    return {int(monitor): (int(failures), latency, int(last)) for monitor, failures, latency, last in rows}

@@ -343,7 +343,6 @@ def _count(conn: Connection, monitor: int, decision: quorum.Decision, at_ms: int
             "latency_max": latency,
             "at_ms": at_ms,
             "cert_expires_at_ms": None,
-            "handed_at_ms": None,  # a verdict is no check: nothing handed to httpx
         },
     )
 

@@ -78,7 +78,7 @@ STATEMENTS = {
         "SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce((SELECT max(id) FROM {table}), 0) + 1, false)"
     ),
     "recent_rollups": (
-        "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms, r.handed_at_ms FROM rollups r "
+        "SELECT r.monitor_id, r.failures, r.latency_ms_max, r.last_check_ms FROM rollups r "
         f"WHERE r.monitor_id IN {_IDS} "
         "AND r.hour_start_ms = (SELECT max(hour_start_ms) FROM rollups WHERE monitor_id = r.monitor_id)"
     ),

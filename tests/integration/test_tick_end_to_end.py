@@ -167,43 +167,15 @@ def _tick(db: str, minute: int) -> None:
     assert run.returncode == 0 and run.stderr == "", run.stderr
 
 
-WIRE, HTTPX = "identity", "gzip, deflate"  # what each path asks for (httpx may name more)
-
-
-def test_a_monitor_whose_check_was_handed_to_httpx_goes_to_httpx_directly_next_tick(
-    tmp_path: Path, local_server: LocalServer
-) -> None:
-    """The fast path hands a redirect to httpx, which sends the GET again; from the next tick on
-    the monitor's GET goes to httpx at once, so it is sent once a tick."""
+def test_a_redirected_monitors_request_is_sent_once_a_tick(tmp_path: Path, local_server: LocalServer) -> None:
+    """One request a tick, its redirect followed once, asking for the body compressed."""
     db = str(tmp_path / "m.db")
     route = Redirecting(local_server, "/moved")
     _every_minute_since_start(db, local_server.url("/moved"))
-    _tick(db, START)
-    assert local_server.hits.snapshot() == {"/moved": 2, "/ok": 1}  # on the wire, then through httpx
-    assert [e[: len(HTTPX)] for e in route.encodings] == [WIRE, HTTPX]
-    for minute in (START + 1, START + 2):
+    for minute in (START, START + 1, START + 2):
         _tick(db, minute)
-    assert local_server.hits.snapshot() == {"/moved": 4, "/ok": 3}
-    assert [e[: len(HTTPX)] for e in route.encodings[2:]] == [HTTPX, HTTPX]
-
-
-def test_a_monitor_that_stopped_redirecting_comes_back_to_the_wire(tmp_path: Path, local_server: LocalServer) -> None:
-    """httpx's checks that still see a redirect keep the monitor with httpx; once none has seen
-    one for fanout.WIRE_AGAIN_AFTER_CHECKS intervals, the fast path tries it again, and keeps it."""
-    from monitor_tick.run.fanout import WIRE_AGAIN_AFTER_CHECKS
-
-    db = str(tmp_path / "m.db")
-    route = Redirecting(local_server, "/moved")
-    _every_minute_since_start(db, local_server.url("/moved"))
-    _tick(db, START)  # handed over
-    _tick(db, START + 1)  # httpx sees the redirect: remembered from here
-    route.redirects = False
-    last_seen = START + 1
-    for minute in (START + 2, last_seen + WIRE_AGAIN_AFTER_CHECKS - 1, last_seen + WIRE_AGAIN_AFTER_CHECKS):
-        _tick(db, minute)
-    _tick(db, last_seen + WIRE_AGAIN_AFTER_CHECKS + 1)
-    assert [e[: len(HTTPX)] for e in route.encodings] == [WIRE, HTTPX, HTTPX, HTTPX, HTTPX, WIRE, WIRE]
-    assert local_server.hits["/ok"] == 2
+    assert local_server.hits.snapshot() == {"/moved": 3, "/ok": 3}
+    assert all("gzip" in e for e in route.encodings)
 
 
 def test_a_refused_port_is_down_with_connect_refused(conn: sqlite3.Connection, db_path: str) -> None:

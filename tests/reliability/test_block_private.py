@@ -7,13 +7,14 @@ import os
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from monitor_tick import store
 from monitor_tick.core import schedule
-from monitor_tick.probes.guard import AddressGuard
+from monitor_tick.probes.guard import AddressGuard, IPAddress
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.receivers import JsonReceiver
@@ -80,9 +81,9 @@ class CountingGuard(AddressGuard):
         super().__init__()
         self.asked = 0
 
-    async def resolve(self, host: str, port: int) -> str:
+    def check(self, addresses: Iterable[IPAddress]) -> None:  # every kind's lookup is judged here
         self.asked += 1
-        return await super().resolve(host, port)
+        super().check(addresses)
 
 
 @pytest.mark.parametrize("scheme", ["http", "tcp"])

@@ -290,6 +290,8 @@ NFC, NFD = "caf\u00e9", "cafe\u0301"  # é as one code point; e and a combining 
 
 def _undo_step_17(conn: store.Connection) -> None:
     """Back to the tables before step 17 (and the steps after it), for a test of an earlier step on a new database."""
+    integer = "INTEGER" if conn.engine == "sqlite" else "BIGINT"
+    conn.execute(f"ALTER TABLE rollups ADD COLUMN handed_at_ms {integer}")  # step 20
     conn.execute("ALTER TABLE ticks DROP COLUMN replayed")  # step 18
     conn.execute("ALTER TABLE claims DROP COLUMN taken_from")  # step 19's one column outside step 17's tables
     for table in ("fleet_hosts", "location_claims", "location_checks", "quorum_minutes", "location_rollups"):
@@ -318,8 +320,8 @@ def test_step_14_puts_names_in_nfc_and_renames_those_that_then_collide_saying_so
     conn.execute("UPDATE owners SET name = ? WHERE name = 'o1'", (NFD,))
     conn.execute("UPDATE owners SET name = ? WHERE name = 'o2'", (NFC,))
     older = 13  # before step 14; what later steps add is taken off again
-    conn.execute("ALTER TABLE rollups DROP COLUMN handed_at_ms")  # step 16
     _undo_step_17(conn)
+    conn.execute("ALTER TABLE rollups DROP COLUMN handed_at_ms")  # step 16
     if conn.engine == "sqlite":
         conn.execute(f"PRAGMA user_version = {older}")
     else:

@@ -3,10 +3,14 @@ never turn into down results."""
 
 from __future__ import annotations
 
+import json
 import socket
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -14,9 +18,11 @@ from monitor_tick.alerts import notify
 from monitor_tick.publish import ping
 from monitor_tick.run import tick
 from monitor_tick.run.tick import TickOptions, run_tick
+from tests.dns_server import SILENT, DnsServer
 from tests.servers import LocalServer
 
 MINUTE = 29_934_720
+MONITOR_TICK = str(Path(sys.executable).parent / "monitor-tick")
 DNS_DELAY_S = 0.2
 
 
@@ -118,6 +124,39 @@ def test_a_resolver_that_never_answers_does_not_hold_the_tick(
     causes = {r.monitor_id: (r.status, r.cause) for r in report.results}  # type: ignore[attr-defined]
     assert causes[ok] == ("up", None)
     assert [c for m, c in causes.items() if m != ok] == [("down", "timeout")]
+
+
+def test_a_resolver_that_never_answers_leaves_the_tick_and_its_process_at_once(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer, tmp_path: Path
+) -> None:
+    """The installed command, whose system resolver asks a DNS server that never answers
+    (tests/dns_server.py on a loopback address of its own, port 53, made this process's resolver
+    by a resolv.conf bound over /etc/resolv.conf in a mount namespace of its own): the check of
+    that name is down at its deadline, the other is up, and the process exits then, not when the
+    resolver gives up (30 s)."""
+    conn.execute(
+        "INSERT INTO monitors (name, url, interval_sec, timeout_s, retries, created_at_ms) VALUES (?, ?, 60, 1, 0, 0)",
+        ("silent", f"http://{SILENT.rstrip('.')}/"),
+    )
+    ok = conn.execute(
+        "INSERT INTO monitors (name, url, interval_sec, timeout_s, retries, created_at_ms) VALUES (?, ?, 60, 5, 0, 0)",
+        ("ok", local_server.url("/ok")),
+    ).lastrowid
+    resolver = "127.83.0.1"  # a loopback address of its own: its port 53 is free
+    resolv_conf = tmp_path / "resolv.conf"
+    resolv_conf.write_text(f"nameserver {resolver}\noptions timeout:30 attempts:1\n")
+    with DnsServer({}, host=resolver, port=53) as dns:
+        done = subprocess.run(
+            ["unshare", "-m", "sh", "-c", 'mount --bind "$0" /etc/resolv.conf && exec "$@"', str(resolv_conf)]
+            + [MONITOR_TICK, "--db", db_path, "--minute", str(MINUTE), "--json", "--retry-delay", "0"],
+            capture_output=True,
+            text=True,
+            timeout=20,  # bounded: a process that waited for the lookup would take 30 s
+        )
+    assert (done.returncode, done.stderr) == (0, "")
+    causes = {r["id"]: (r["status"], r["cause"]) for r in json.loads(done.stdout)["results"]}
+    assert causes == {ok: ("up", None), ok - 1: ("down", "timeout")}
+    assert (SILENT, "A") in dns.queries or (SILENT, "AAAA") in dns.queries  # the lookup went there
 
 
 def test_a_tick_ends_inside_its_minute_by_arithmetic() -> None:
