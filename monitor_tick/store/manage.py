@@ -187,11 +187,28 @@ def update_monitor(
         if name is not None and one(conn, "SELECT id FROM monitors WHERE name = ? AND id <> ?", (name, found)):
             raise StoreError(f"a monitor named {name!r} exists; choose another with --name")
         if values:
+            _end_partial_if_places_change(conn, found, values, now_ms)
             conn.execute(
                 f"UPDATE monitors SET {', '.join(f'{c} = :{c}' for c in values)} WHERE id = :id_",
                 {**values, "id_": found},
             )
             _first_check_soon(conn, found, now_ms)
+
+
+def _end_partial_if_places_change(conn: Connection, monitor: int, values: dict[str, Any], now_ms: int) -> None:
+    """A partial episode belongs to the places and quorum that opened it: when either changes,
+    it ends here, silently, in the edit's transaction, so that the monitor's next verdict (under
+    the new setting, or as a monitor without places) starts from no episode. Left open, it would
+    show "Partial outage" through up checks and block the outage's incident (one open incident a
+    monitor). An open outage stays: it is still true, and resolves under the new setting."""
+    before = conn.execute("SELECT locations, quorum FROM monitors WHERE id = ?", (monitor,)).fetchone()
+    changed = any(column in values and values[column] != before[i] for i, column in enumerate(("locations", "quorum")))
+    if changed:
+        conn.execute(
+            "UPDATE incidents SET resolved_at_ms = ?"
+            " WHERE monitor_id = ? AND resolved_at_ms IS NULL AND kind = 'partial'",
+            (now_ms, monitor),
+        )
 
 
 def scope(conn: Connection, monitor_ref: str | None, owner_name: str | None) -> tuple[int | None, int | None]:

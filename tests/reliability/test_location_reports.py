@@ -230,3 +230,33 @@ def test_an_outage_decided_by_a_host_whose_clock_lags_is_stamped_with_its_minute
     # whichever host decides, its clock's reading is not the outage's time: its minute is
     stamps = (incident["started_at_ms"], incident["confirmed_at_ms"], incident["resolved_at_ms"])
     assert stamps == (clock.minute_start_ms(MINUTE), clock.minute_start_ms(MINUTE), clock.minute_start_ms(MINUTE + 2))
+
+
+def test_an_edit_that_removes_the_locations_ends_their_partial_episode_and_the_outage_is_recorded(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    failing = {"everyone": False}
+
+    async def handler(reader: object, writer: object, path: str, method: str) -> None:
+        agent = current_request.get().headers.get("user-agent", "")
+        down = failing["everyone"] or agent.endswith("(location c)")
+        await send_response(writer, 503 if down else 200)  # type: ignore[arg-type]
+
+    local_server.route("/switch", handler)
+    url = fleet(pg_server, ("a-1", "c-1"))
+    add(url, local_server.url("/switch"), "slow", "--locations", "a,c", "--notify-partial", "--alert-after", "1")
+    for name in ("a-1", "c-1"):
+        ticked(url, name, MINUTE)
+    assert json.loads(ok(url, MINUTE, "show", "slow", "--json"))["monitor"]["state"] == "partial"
+    ok(url, MINUTE, "edit", "slow", "--locations", "")
+    failing["everyone"] = True
+    for minute in range(MINUTE + 1, MINUTE + 4):
+        for name in ("a-1", "c-1"):
+            ticked(url, name, minute)  # no tick dies on the episode the old setting opened
+    shown = json.loads(ok(url, MINUTE + 4, "show", "slow", "--json"))
+    assert shown["monitor"]["state"] == "down", shown["monitor"]
+    assert shown["monitor"]["notify_partial"] == 0
+    assert sorted((i["kind"], i["resolved_at_ms"] is None) for i in shown["incidents"]) == [
+        ("down", True),
+        ("partial", False),
+    ]
