@@ -321,10 +321,26 @@ def _decide(
         # others by seconds, or be minutes past a minute decided at its close): every host agrees
         # on it, and it is when the checks were made.
         stamp_ms = minute_start_ms(minute)
-        _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, stamp_ms, changes)
+        if not _newer_decided(conn, monitor, minute):
+            _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, stamp_ms, changes)
     conn.execute(
         "UPDATE quorum_minutes SET verdict = coalesce(verdict, ?), closed = ? WHERE monitor_id = ? AND minute = ?",
         (decision.verdict, closed, monitor, minute),
+    )
+
+
+def _newer_decided(conn: Connection, monitor: int, minute: int) -> bool:
+    """Whether a minute after `minute` already has its verdict. Verdicts take effect in minute
+    order: a minute that closes late (it waited for a location whose hosts died) must not undo
+    what a newer minute decided, or one outage would read as DOWN, UP, DOWN. Its checks still
+    count in the rollups."""
+    return (
+        one(
+            conn,
+            "SELECT count(*) FROM quorum_minutes WHERE monitor_id = ? AND minute > ? AND verdict IS NOT NULL",
+            (monitor, minute),
+        )
+        > 0
     )
 
 

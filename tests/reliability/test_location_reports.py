@@ -260,3 +260,28 @@ def test_an_edit_that_removes_the_locations_ends_their_partial_episode_and_the_o
         ("down", True),
         ("partial", False),
     ]
+
+
+def test_a_minute_that_closes_after_a_newer_one_was_decided_changes_no_state_and_sends_nothing(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    failing = {"now": False}
+
+    async def handler(reader: object, writer: object, path: str, method: str) -> None:
+        await send_response(writer, 503 if failing["now"] else 200)  # type: ignore[arg-type]
+
+    local_server.route("/turns", handler)
+    url = fleet(pg_server, ("a-1", "b-1", "c-1"))
+    add(url, local_server.url("/turns"), "site", "--locations", "a,b,c", "--alert-after", "1")
+    with JsonReceiver() as receiver:
+        ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
+        for name in ("b-1", "c-1"):  # a-1 is gone: MINUTE waits for it, still up from b and c
+            ticked(url, name, MINUTE)
+        failing["now"] = True
+        for minute in (MINUTE + 1, MINUTE + 2, MINUTE + 3, MINUTE + 4):  # down from b and c: DOWN early
+            for name in ("b-1", "c-1"):
+                ticked(url, name, minute)
+        assert receiver.titles() == ["DOWN: site"]
+    shown = json.loads(ok(url, MINUTE + 5, "show", "site", "--json"))
+    assert [(i["kind"], i["resolved_at_ms"]) for i in shown["incidents"]] == [("down", None)]
+    assert shown["monitor"]["state"] == "down"
