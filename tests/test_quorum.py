@@ -39,6 +39,22 @@ def test_a_minute_is_decided_by_the_locations_that_count(
     assert quorum.decide(THREE, 2, checks, closed=closed).verdict == verdict
 
 
+@pytest.mark.parametrize(
+    ("default_quorum", "closed", "verdict"),
+    [
+        (True, True, quorum.DOWN),  # 2 of the 3 that checked: a majority of them
+        (True, False, None),  # before the close, a majority of the 4 expected (3) is still needed
+        (False, True, quorum.PARTIAL),  # an explicit --quorum 3 keeps its K: 3 checked
+    ],
+)
+def test_a_closed_minute_s_default_quorum_is_a_majority_of_the_places_that_checked(
+    default_quorum: bool, closed: bool, verdict: str | None
+) -> None:
+    four = ["a", "b", "c", "d"]  # d stays silent
+    checks = {"a": DOWN, "b": DOWN, "c": UP}
+    assert quorum.decide(four, 3, checks, closed=closed, default_quorum=default_quorum).verdict == verdict
+
+
 def test_the_places_are_named_as_the_alert_says_them() -> None:
     two = quorum.decide(
         THREE, 2, {"eu": Check(False, "timeout"), "us": Check(False, "status 503"), "home": UP}, closed=False

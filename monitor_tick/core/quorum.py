@@ -92,9 +92,14 @@ class Decision(NamedTuple):
     text: str  # the places, as an incident and its alert say them
 
 
-def decide(locations: list[str], k: int, checks: Mapping[str, Check], *, closed: bool) -> Decision:
+def decide(
+    locations: list[str], k: int, checks: Mapping[str, Check], *, closed: bool, default_quorum: bool = False
+) -> Decision:
     """What `checks` (location -> check, of `locations` or not) decide of a minute whose quorum is
-    `k` of `locations`; `closed`: no more checks will come (K may shrink)."""
+    `k` of `locations`; `closed`: no more checks will come (K may shrink). Once closed, a default
+    quorum (`default_quorum`) is a majority of the locations that checked: a location that stayed
+    silent (its hosts died, or it ticked once by mistake) never raises the bar for the others. An
+    explicit K only shrinks to the number that checked."""
     counting = {loc: c for loc, c in checks.items() if c.up is not None and loc in locations}
     downs = sorted(loc for loc, c in counting.items() if c.up is False)
     text = places(locations, counting)
@@ -102,7 +107,8 @@ def decide(locations: list[str], k: int, checks: Mapping[str, Check], *, closed:
         return Decision(DOWN, text)
     if not closed:
         return Decision(None, text)
-    if counting and len(downs) >= max(1, min(k, len(counting))):
+    closed_k = majority(len(counting)) if default_quorum else max(1, min(k, len(counting)))
+    if counting and len(downs) >= closed_k:
         return Decision(DOWN, text)
     if downs:
         return Decision(PARTIAL, text)

@@ -306,7 +306,8 @@ def _decide(
         for (loc,) in conn.execute("SELECT DISTINCT location FROM fleet_hosts WHERE last_minute >= ?", (minute - 1,))
     } & set(names)
     closed = expected <= checks.keys() or server_now_ms >= int(state[2]) + CLOSE_AFTER_MS or tick_minute >= minute + 3
-    decision = quorum.decide(names, quorum.quorum_of(len(names), k_set), checks, closed=closed)
+    k = quorum.quorum_of(len(names), k_set)
+    decision = quorum.decide(names, k, checks, closed=closed, default_quorum=k_set is None)
     if state[0] is None and decision.verdict is not None:
         latencies = [
             int(lat)

@@ -285,3 +285,21 @@ def test_a_minute_that_closes_after_a_newer_one_was_decided_changes_no_state_and
     shown = json.loads(ok(url, MINUTE + 5, "show", "site", "--json"))
     assert [(i["kind"], i["resolved_at_ms"]) for i in shown["incidents"]] == [("down", None)]
     assert shown["monitor"]["state"] == "down"
+
+
+def test_the_default_quorum_is_a_majority_of_the_places_that_checked_the_minute(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    async def handler(reader: object, writer: object, path: str, method: str) -> None:
+        agent = current_request.get().headers.get("user-agent", "")
+        await send_response(writer, 200 if agent.endswith("(location c)") else 503)  # type: ignore[arg-type]
+
+    local_server.route("/from-a-and-b", handler)
+    url = fleet(pg_server, ("a-1", "b-1", "c-1", "d-1"))  # d ticked once, with a stray --location d
+    add(url, local_server.url("/from-a-and-b"), "site", "--locations", "all", "--alert-after", "1")
+    for minute in (MINUTE, MINUTE + 1):
+        for name in ("a-1", "b-1", "c-1"):
+            ticked(url, name, minute)
+    shown = json.loads(ok(url, MINUTE + 2, "show", "site", "--json"))
+    assert shown["monitor"]["state"] == "down", shown["monitor"]  # 2 down of the 3 that checked
+    assert [i["kind"] for i in shown["incidents"]] == ["down"]
