@@ -411,7 +411,7 @@ def test_on_sqlite_several_locations_are_refused_in_one_line_and_one_is_a_label(
     )
     (row,) = json.loads(ok(db, "list", "--json"))
     assert (row["locations"], row["quorum"], row["notify_partial"]) == ("home", None, 1)
-    assert ok(db, "list").splitlines()[1].endswith("http://127.0.0.1:9/a  from home, quorum a majority")
+    assert ok(db, "list").splitlines()[1].endswith("http://127.0.0.1:9/a  from home, quorum 1 of 1")
     tick = cli(db, "--location", "Home Server")
     assert tick.returncode == 2
     assert (

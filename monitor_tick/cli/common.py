@@ -227,6 +227,15 @@ def _shown_setting(column: str, row: Mapping[str, Any]) -> str:
     return f"a majority ({quorum.majority(n)} of {n})"
 
 
+def quorum_in_numbers(stored: str, k: int | None, all_count: int) -> str:
+    """A monitor's quorum as numbers, 'K of N' ('from all': N is the locations 'all' names now,
+    `all_count`), never only "a majority": a user must see how many places an outage needs."""
+    n = all_count if stored == quorum.ALL else len(stored.split(","))
+    if n == 0:
+        return f"{k if k is not None else 'a majority'} (no location has ticked yet)"
+    return f"{k if k is not None else quorum.majority(n)} of {n}"
+
+
 # the states of a monitor that no tick probes
 NOT_PROBED = ("paused", "auto-paused", "invalid")
 

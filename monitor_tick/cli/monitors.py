@@ -23,6 +23,7 @@ from monitor_tick.cli.common import (
     fail,
     latest_results,
     next_check_ms,
+    quorum_in_numbers,
     read,
     shown_name,
     warn_unset_references,
@@ -296,7 +297,10 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
     its quorum). State `invalid`: the newest tick that had it due could not probe it (the note
     says why, on which host and when)."""
     now_ms = clock.now_ms()
-    rows = read(db_path(ctx, db), lambda conn: store.list_monitors(conn, now_ms))
+    rows, all_count = read(
+        db_path(ctx, db),
+        lambda conn: (store.list_monitors(conn, now_ms), len(store.locations.all_locations(conn, now_ms))),
+    )
     for row in rows:
         row["state"] = monitor_state(row)
         row["next_check_ms"] = next_check_ms(row, row["state"])
@@ -319,7 +323,8 @@ def list_(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) 
         within = "-" if upcoming is None else "in " + clock.format_duration_ms(max(0, upcoming - now_ms))
         line = f"{row['id']:>5}  {name:<{width}} {every:>6}  {row['state']:<12} {within:<8} {row['url']}"
         if row.get("locations"):  # checked from named locations: where, and how many must see it down
-            line += f"  from {row['locations'].replace(',', ', ')}, quorum {row['quorum'] or 'a majority'}"
+            k = quorum_in_numbers(row["locations"], row["quorum"], all_count)
+            line += f"  from {row['locations'].replace(',', ', ')}, quorum {k}"
         typer.echo(f"{line}  {row['note']}" if row["note"] else line)
     if any(r["effective_interval_sec"] != r["interval_sec"] for r in rows):
         typer.echo("* raised to the owner's plan floor")

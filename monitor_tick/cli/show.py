@@ -18,6 +18,7 @@ from monitor_tick.cli.common import (
     db_path,
     latest_results,
     next_check_ms,
+    quorum_in_numbers,
     read,
     setting_text,
     shown_name,
@@ -34,8 +35,16 @@ HOURS = 24
 
 def _detail(ref: str, db: str, now_ms: int) -> dict[str, Any]:
     since_ms = clock.hour_start_ms(now_ms) - (HOURS - 1) * clock.MS_PER_HOUR
-    found = read(db, lambda conn: store.monitor_detail(conn, ref, now_ms, since_ms))
+    found, all_count = read(
+        db,
+        lambda conn: (
+            store.monitor_detail(conn, ref, now_ms, since_ms),
+            len(store.locations.all_locations(conn, now_ms)),
+        ),
+    )
     monitor = found["monitor"]
+    if monitor["locations"] is not None:
+        monitor["quorum_shown"] = quorum_in_numbers(monitor["locations"], monitor["quorum"], all_count)
     monitor["state"] = monitor_state(monitor)
     monitor["next_check_ms"] = next_check_ms(monitor, monitor["state"])
     monitor.update(latest_results(monitor, now_ms))
@@ -94,8 +103,7 @@ def _settings_lines(monitor: dict[str, Any]) -> list[str]:
         alerts.append("--notify-partial")
     lines += [f"  options    {', '.join(options) or 'none'}", f"  alerts     {', '.join(alerts)}"]
     if monitor["locations"] is not None:
-        k = "a majority" if monitor["quorum"] is None else str(monitor["quorum"])
-        lines.append(f"  locations  {monitor['locations']}, quorum {k}")
+        lines.append(f"  locations  {monitor['locations']}, quorum {monitor['quorum_shown']}")
     return lines
 
 

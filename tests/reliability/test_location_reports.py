@@ -303,3 +303,5 @@ def test_the_default_quorum_is_a_majority_of_the_places_that_checked_the_minute(
     shown = json.loads(ok(url, MINUTE + 2, "show", "site", "--json"))
     assert shown["monitor"]["state"] == "down", shown["monitor"]  # 2 down of the 3 that checked
     assert [i["kind"] for i in shown["incidents"]] == ["down"]
+    assert shown["monitor"]["quorum_shown"] == "3 of 4"  # before a minute closes, the majority of all 4
+    assert " from all, quorum 3 of 4 " in ok(url, MINUTE + 2, "list").splitlines()[1]

@@ -557,7 +557,7 @@ def test_show_gives_each_location_s_figures_and_the_partial_episode(
     monkeypatch.setattr(clock, "_TEST_OFFSET_MS", clock.minute_start_ms(MINUTE + MINUTES) - clock.now_ms())
     shown = CliRunner().invoke(app, ["show", "partial", "--db", sim.url])
     assert shown.exit_code == 0, shown.output
-    assert "  locations  all, quorum a majority\n" in shown.output
+    assert "  locations  all, quorum 2 of 3\n" in shown.output
     # (whether home's first minute back counted depends on which location wrote last in that second)
     assert "  state      partial: down from eu (status 503); " in shown.output
     # per location: checks, failures and the latency of its up checks (in ms; frozen clocks measure 0)
