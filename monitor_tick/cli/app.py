@@ -50,6 +50,7 @@ app.add_typer(accounts.maintenance_app, name="maintenance")
 app.add_typer(notify.notify_app, name="notify")
 app.add_typer(heartbeat.heartbeat_app, name="heartbeat")
 app.add_typer(importer.import_app, name="import")
+app.add_typer(status.locations_app, name="locations")
 
 
 def tick_parameter(option: TickOption) -> inspect.Parameter:

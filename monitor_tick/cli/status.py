@@ -10,7 +10,17 @@ import typer
 
 from monitor_tick import store
 from monitor_tick.cli import deferred
-from monitor_tick.cli.common import DbOption, JsonOption, db_path, duration_s, fail, latest_results, read, shown_name
+from monitor_tick.cli.common import (
+    DbOption,
+    JsonOption,
+    connect,
+    db_path,
+    duration_s,
+    fail,
+    latest_results,
+    read,
+    shown_name,
+)
 from monitor_tick.cli.options import STATUS_TITLE_ENVVAR
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
@@ -188,12 +198,18 @@ def hosts(
 # Locations
 
 
-@app.command()
+locations_app = typer.Typer()
+
+
+@locations_app.callback(invoke_without_command=True)
 def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = False) -> None:
     """The places hosts probe from (their tick's --location; 'default' without it): each
     location's hosts, the newest minute each ticked and what its network canary said, in which
     minute ('none': the host has no canary; a host whose canary failed sets aside only its own
-    network-level failures). On SQLite there is one host, so one location."""
+    network-level failures). On SQLite there is one host, so one location. `locations forget
+    NAME` removes a location that is gone."""
+    if ctx.invoked_subcommand is not None:
+        return
     found = read(db_path(ctx, db), store.locations.list_locations)
     rows = [
         {
@@ -238,3 +254,23 @@ def _canary(host: dict[str, Any]) -> str:
     if host["canary_minute"] is None:
         return "not asked yet"
     return "network lost" if host["network_lost"] else "ok"
+
+
+@locations_app.command("forget")
+def forget(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="The location, as its hosts' --location gave it.")],
+    db: DbOption = None,
+) -> None:
+    """Remove a location whose hosts are gone, so that --locations all no longer names it (else it
+    does for 7 days after its last tick, and counts in each such monitor's quorum until a minute
+    closes). Refused while a monitor names it, or a host of it ticked in the last 10 minutes.
+    Example: monitor-tick locations forget d"""
+    conn = connect(db_path(ctx, db))
+    try:
+        removed = store.places.forget_location(conn, name, clock.now_ms())
+    except store.StoreError as exc:
+        fail(str(exc))
+    finally:
+        conn.close()
+    typer.echo(f"forgot location {name} ({removed} host{'' if removed == 1 else 's'})")

@@ -36,7 +36,7 @@ module is its own.
 
 from __future__ import annotations
 
-from monitor_tick.store import locations, locationsql
+from monitor_tick.store import locations, locationsql, places
 from monitor_tick.store.accounts import (
     add_maintenance,
     add_maintenance_schedule,
@@ -140,6 +140,7 @@ if TYPE_CHECKING:
 __all__ = [
     "locations",
     "locationsql",
+    "places",
     "configuration",
     "env_ref",
     "set_env_ref",

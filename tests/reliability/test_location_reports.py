@@ -305,3 +305,24 @@ def test_the_default_quorum_is_a_majority_of_the_places_that_checked_the_minute(
     assert [i["kind"] for i in shown["incidents"]] == ["down"]
     assert shown["monitor"]["quorum_shown"] == "3 of 4"  # before a minute closes, the majority of all 4
     assert " from all, quorum 3 of 4 " in ok(url, MINUTE + 2, "list").splitlines()[1]
+
+
+def test_locations_forget_removes_a_gone_location_from_all_and_refuses_one_in_use(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("a-1", "b-1", "c-1", "d-1"))
+    add(url, local_server.url("/ok"), "everywhere", "--locations", "all")
+    add(url, local_server.url("/ok"), "named", "--locations", "a,c")
+    later = MINUTE + 30
+    refused = [
+        cli(url, minute, "locations", "forget", name) for minute, name in ((MINUTE, "d"), (later, "c"), (later, "x"))
+    ]
+    assert [(r.returncode, r.stdout, r.stderr) for r in refused] == [
+        (1, "", "monitor-tick: a host of location 'd' ticked 1 minute(s) ago; stop its cron line first\n"),
+        (1, "", "monitor-tick: location 'c' is named by named: edit their --locations first\n"),
+        (1, "", "monitor-tick: no host has ticked from location 'x'\n"),
+    ]
+    assert ok(url, later, "list").splitlines()[1].endswith(" from all, quorum 3 of 4")
+    assert ok(url, later, "locations", "forget", "d") == "forgot location d (1 host)\n"
+    assert ok(url, later, "list").splitlines()[1].endswith(" from all, quorum 2 of 3")
+    assert [row["location"] for row in json.loads(ok(url, later, "locations", "--json"))] == ["a", "b", "c"]
