@@ -324,6 +324,14 @@ def _decide(
         stamp_ms = minute_start_ms(minute)
         if not _newer_decided(conn, monitor, minute):
             _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, stamp_ms, changes)
+    elif state[0] == quorum.DOWN and decision.verdict == quorum.DOWN and not _newer_decided(conn, monitor, minute):
+        # a place that wrote after its minute reached the quorum: the open outage names the
+        # places, and gives the status, of the minute as it now stands
+        conn.execute(
+            "UPDATE incidents SET cause = ?, http_status = ? "
+            "WHERE monitor_id = ? AND resolved_at_ms IS NULL AND kind = 'down'",
+            (decision.text, quorum.status_of(checks), monitor),
+        )
     conn.execute(
         "UPDATE quorum_minutes SET verdict = coalesce(verdict, ?), closed = ? WHERE monitor_id = ? AND minute = ?",
         (decision.verdict, closed, monitor, minute),

@@ -326,3 +326,14 @@ def test_locations_forget_removes_a_gone_location_from_all_and_refuses_one_in_us
     assert ok(url, later, "locations", "forget", "d") == "forgot location d (1 host)\n"
     assert ok(url, later, "list").splitlines()[1].endswith(" from all, quorum 2 of 3")
     assert [row["location"] for row in json.loads(ok(url, later, "locations", "--json"))] == ["a", "b", "c"]
+
+
+def test_an_outage_names_the_places_of_its_minute_as_it_closed(pg_server: Server, local_server: LocalServer) -> None:
+    url = fleet(pg_server, ("a-1", "b-1", "c-1"))
+    add(url, local_server.url("/status/503"), "site", "--locations", "a,b,c", "--alert-after", "1")
+    for name in ("a-1", "b-1", "c-1"):  # a and b reach the quorum; c writes its 503 after them
+        ticked(url, name, MINUTE)
+    shown = json.loads(ok(url, MINUTE + 1, "show", "site", "--json"))
+    everyone = "down from a (status 503), b (status 503), c (status 503)"
+    assert [i["cause"] for i in shown["incidents"]] == [everyone]
+    assert everyone in ok(url, MINUTE + 1, "list").splitlines()[1]
