@@ -223,8 +223,7 @@ def _shown_setting(column: str, row: Mapping[str, Any]) -> str:
         return str(k)
     if stored == quorum.ALL:
         return "a majority"
-    n = len(stored.split(","))
-    return f"a majority ({quorum.majority(n)} of {n})"
+    return f"a majority ({quorum_in_numbers(stored, None, 0)})"
 
 
 def quorum_in_numbers(stored: str, k: int | None, all_count: int) -> str:
