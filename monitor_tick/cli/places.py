@@ -50,7 +50,7 @@ def place_columns(
         raise typer.Exit(2) from None
     stored, k = columns["locations"], columns["quorum"]
     if stored is not None and stored != quorum.ALL and conn.engine != "sqlite":
-        unused = sorted(set(stored.split(",")) - store.locations.locations_used(conn))
+        unused = sorted(set(stored.split(",")) - store.places.locations_used(conn))
         for name in unused:
             typer.echo(f"monitor-tick: warning: no host has ticked from location {name!r} yet", err=True)
     if stored == quorum.ALL and k is not None and conn.engine != "sqlite":

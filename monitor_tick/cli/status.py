@@ -210,7 +210,7 @@ def locations(ctx: typer.Context, db: DbOption = None, as_json: JsonOption = Fal
     NAME` removes a location that is gone."""
     if ctx.invoked_subcommand is not None:
         return
-    found = read(db_path(ctx, db), store.locations.list_locations)
+    found = read(db_path(ctx, db), store.places.list_locations)
     rows = [
         {
             "location": place.name,

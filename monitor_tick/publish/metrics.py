@@ -39,14 +39,14 @@ def collect(conn: sqlite3.Connection, tick: TickFacts) -> str:
     rows = store.status_monitors(conn, tick.now_ms)
     since = clock.minute_of_ms(tick.now_ms - MISSED_WINDOW_MS)
     missed = sum(end - start for start, end in store.tick_gaps(conn, since, clock.minute_of_ms(tick.now_ms)))
-    return render(rows, tick, missed, store.locations.location_up(conn))
+    return render(rows, tick, missed, store.places.location_up(conn))
 
 
 def render(
     rows: list[dict], tick: TickFacts, missed_ticks: int, places: list[tuple[int, str, bool]] | None = None
 ) -> str:
     """Pure: monitor rows (store.status_monitors), the tick's facts and each location's newest
-    decided check of the monitors with locations (store.locations.location_up) -> exposition text."""
+    decided check of the monitors with locations (store.places.location_up) -> exposition text."""
     up, latency, last_check, invalid = [], [], [], []
     names = {int(row["id"]): redact_text(row["name"]) for row in rows}
     states: Counter[str] = Counter()

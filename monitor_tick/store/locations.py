@@ -18,8 +18,8 @@ from monitor_tick.core.clock import MS_PER_MINUTE, hour_start_ms, minute_start_m
 from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Open, Transition
 from monitor_tick.core.model import AlertSettings, CheckResult
 from monitor_tick.core.records import NamedTuple
-from monitor_tick.store.db import dicts, one, write_tx
-from monitor_tick.store.deliveries import CANARY_SETTING, canary_setting, record_event
+from monitor_tick.store.db import one, write_tx
+from monitor_tick.store.deliveries import record_event
 from monitor_tick.store.ledger import Claim
 from monitor_tick.store.locationsql import LOCATION_BUCKETS, parse_figures, single_location, sql
 from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
@@ -454,40 +454,3 @@ def _partial(
         if confirmed_now and notify_partial:
             record_event(conn, episode, monitor, "down", at_ms)
 
-
-class Location(NamedTuple):
-    name: str
-    hosts: list[dict[str, Any]]  # host, last_minute, network_lost, canary_minute, has_canary
-
-
-def list_locations(conn: Connection) -> list[Location]:
-    """Each location with its hosts: the newest minute each ticked, whether it has a network
-    canary (its own or the shared one), and what its newest tick with checks found of its
-    network (network_lost) in which minute (canary_minute; None: no tick with checks yet)."""
-    canaries = {
-        str(name) for (name,) in conn.execute("SELECT name FROM settings WHERE name LIKE ?", (f"{CANARY_SETTING}%",))
-    }
-    found: dict[str, list[dict[str, Any]]] = {}
-    for row in dicts(
-        conn,
-        "SELECT location, host, last_minute, network_lost, canary_minute FROM fleet_hosts ORDER BY location, host",
-    ):
-        row["has_canary"] = bool({CANARY_SETTING, canary_setting(row["host"])} & canaries)
-        found.setdefault(row.pop("location"), []).append(row)
-    return [Location(name, hosts) for name, hosts in found.items()]
-
-
-def locations_used(conn: Connection) -> set[str]:
-    """Every location a host has ticked from (ever)."""
-    return {str(row[0]) for row in conn.execute("SELECT DISTINCT location FROM fleet_hosts")}
-
-
-def location_up(conn: Connection) -> list[tuple[int, str, bool]]:
-    """(monitor, location, up) of each location's newest decided check of each monitor with
-    locations, while its checks are kept (CHECKS_KEPT_MINUTES): the metrics' location_up."""
-    rows = conn.execute(
-        "SELECT c.monitor_id, c.location, c.up FROM location_checks c WHERE c.up IS NOT NULL AND c.minute = "
-        "(SELECT max(n.minute) FROM location_checks n WHERE n.monitor_id = c.monitor_id "
-        "AND n.location = c.location AND n.up IS NOT NULL) ORDER BY c.monitor_id, c.location"
-    )
-    return [(int(monitor), str(location), bool(up)) for monitor, location, up in rows]

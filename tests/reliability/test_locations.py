@@ -222,7 +222,7 @@ def sim(pg_server: Server) -> Iterator[Simulation]:
                 lost.clear()
             if n == LOST[-1]:
                 canaries = {
-                    h["host"]: h["network_lost"] for p in _read(url, store.locations.list_locations) for h in p.hosts
+                    h["host"]: h["network_lost"] for p in _read(url, store.places.list_locations) for h in p.hosts
                 }
     yield Simulation(url, origin, monitors, orphaned, same_second, canaries)
     server.shutdown()
@@ -497,7 +497,7 @@ def test_every_host_writing_the_same_minute_in_the_same_second_decides_the_trans
 def test_locations_lists_each_location_with_its_hosts(sim: Simulation) -> None:
     conn = store.open_db(sim.url)
     try:
-        found = store.locations.list_locations(conn)
+        found = store.places.list_locations(conn)
     finally:
         conn.close()
     assert [(p.name, [h["host"] for h in p.hosts]) for p in found] == [
