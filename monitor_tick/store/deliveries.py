@@ -46,6 +46,33 @@ def record_event(conn: Connection, incident_id: int, monitor: int, kind: str, at
     )
 
 
+# The DOWN event of a monitor's open outage.
+_OUTAGE_DOWN = """
+SELECT e.id FROM incident_events e JOIN incidents i ON i.id = e.incident_id
+ WHERE i.monitor_id = ? AND i.resolved_at_ms IS NULL AND i.kind = 'down' AND e.kind = 'down'
+"""
+
+
+def hold_down_alert(conn: Connection, monitor: int, until_ms: int) -> None:
+    """Hold the DOWN of `monitor`'s open outage, not yet attempted, until `until_ms` at the
+    latest: its minute reached the quorum before every place wrote, and the alert is to name the
+    places of the minute as it closes (release_down_alert)."""
+    conn.execute(
+        "UPDATE deliveries SET next_attempt_at_ms = ? WHERE state = 'pending' AND attempts = 0 "
+        f"AND event_id IN ({_OUTAGE_DOWN})",
+        (until_ms, monitor),
+    )
+
+
+def release_down_alert(conn: Connection, monitor: int, at_ms: int) -> None:
+    """Make the held DOWN of `monitor`'s open outage due from `at_ms`: its minute has closed."""
+    conn.execute(
+        "UPDATE deliveries SET next_attempt_at_ms = ? WHERE state = 'pending' AND attempts = 0 "
+        f"AND next_attempt_at_ms > ? AND event_id IN ({_OUTAGE_DOWN})",
+        (at_ms, at_ms, monitor),
+    )
+
+
 # Confirmed open incidents of active monitors whose next reminder is due, when anyone listens.
 _DUE_REMINDERS = """
 SELECT i.id, i.monitor_id FROM incidents i JOIN monitors m ON m.id = i.monitor_id

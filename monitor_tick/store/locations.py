@@ -19,7 +19,7 @@ from monitor_tick.core.incidents import CONFIRMED, SUSPECTED, Open, Transition
 from monitor_tick.core.model import AlertSettings, CheckResult
 from monitor_tick.core.records import NamedTuple
 from monitor_tick.store.db import one, write_tx
-from monitor_tick.store.deliveries import record_event
+from monitor_tick.store.deliveries import hold_down_alert, record_event, release_down_alert
 from monitor_tick.store.ledger import Claim
 from monitor_tick.store.locationsql import LOCATION_BUCKETS, parse_figures, single_location, sql
 from monitor_tick.store.results import _UPSERT_ROLLUP, WriteSummary, _apply_incident_step
@@ -323,7 +323,13 @@ def _decide(
         # on it, and it is when the checks were made.
         stamp_ms = minute_start_ms(minute)
         if not _newer_decided(conn, monitor, minute):
+            told = len(changes[2])
             _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, stamp_ms, changes)
+            if not closed and len(changes[2]) > told:
+                # The outage counts from now, but its DOWN waits for the minute to close (when
+                # every live place has written: seconds; at most CLOSE_AFTER_MS), so that it
+                # names the places that saw it rather than 'did not check it'.
+                hold_down_alert(conn, monitor, int(state[2]) + CLOSE_AFTER_MS)
     elif state[0] == quorum.DOWN and decision.verdict == quorum.DOWN and not _newer_decided(conn, monitor, minute):
         # a place that wrote after its minute reached the quorum: the open outage names the
         # places, and gives the status, of the minute as it now stands
@@ -332,6 +338,8 @@ def _decide(
             "WHERE monitor_id = ? AND resolved_at_ms IS NULL AND kind = 'down'",
             (decision.text, quorum.status_of(checks), monitor),
         )
+    if closed and state[0] == quorum.DOWN:
+        release_down_alert(conn, monitor, minute_start_ms(minute))
     conn.execute(
         "UPDATE quorum_minutes SET verdict = coalesce(verdict, ?), closed = ? WHERE monitor_id = ? AND minute = ?",
         (decision.verdict, closed, monitor, minute),
@@ -453,4 +461,3 @@ def _partial(
         ).rowcount
         if confirmed_now and notify_partial:
             record_event(conn, episode, monitor, "down", at_ms)
-

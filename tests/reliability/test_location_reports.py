@@ -337,3 +337,18 @@ def test_an_outage_names_the_places_of_its_minute_as_it_closed(pg_server: Server
     everyone = "down from a (status 503), b (status 503), c (status 503)"
     assert [i["cause"] for i in shown["incidents"]] == [everyone]
     assert everyone in ok(url, MINUTE + 1, "list").splitlines()[1]
+
+
+def test_a_down_alert_names_the_places_of_its_minute_as_it_closed(pg_server: Server, local_server: LocalServer) -> None:
+    url = fleet(pg_server, ("a-1", "b-1", "c-1"))
+    add(url, local_server.url("/status/503"), "site", "--locations", "a,b,c", "--alert-after", "1")
+    with JsonReceiver() as receiver:
+        ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
+        ticked(url, "a-1", MINUTE)
+        ticked(url, "b-1", MINUTE)  # the quorum is reached: the DOWN waits for c, a live place
+        assert receiver.titles() == []
+        ticked(url, "c-1", MINUTE)  # the minute closes with c's 503, and its alert goes out
+        assert receiver.titles() == ["DOWN: site"]
+        message = receiver.messages[0]["message"]
+        assert "down from a (status 503), b (status 503), c (status 503)" in message, message
+        assert "did not check it" not in message, message
