@@ -543,3 +543,35 @@ def test_a_malformed_url_is_skipped_saying_why_without_quoting_it(tmp_path: Path
     assert "skipped   site: cannot be added: url is not valid: its host in [ ] is not an IPv6 address" in done.stdout
     assert "skipped   ws: cannot be added: url is not valid: its port is not a number" in done.stdout
     assert "Kum4" not in done.stdout
+
+
+def test_a_notification_with_a_malformed_server_url_is_skipped_saying_why(tmp_path: Path, db_path: str) -> None:
+    kuma_db = make_kuma_db(tmp_path / "kuma.db", KUMA_2_0)
+    conn = sqlite3.connect(kuma_db)
+    conn.executemany(
+        "INSERT INTO notification (id, name, active, user_id, is_default, config) VALUES (?, ?, 1, 1, 0, ?)",
+        [
+            (
+                7,
+                "own bot",
+                '{"type":"telegram","telegramBotToken":"1:Tok3n","telegramChatID":"2",'
+                '"telegramServerUrl":"https://[tg.lan:Pa55/"}',
+            ),
+            (8, "own ntfy", '{"type":"ntfy","ntfyserverurl":"https://[ntfy.lan:Pa55/","ntfytopic":"t"}'),
+            (9, "own hook", '{"type":"webhook","webhookURL":"https://[hook.lan:Pa55/","webhookContentType":"json"}'),
+            (
+                10,
+                "own mail",
+                '{"type":"smtp","smtpHost":"m.lan","smtpPort":"Pa55","smtpFrom":"a@lan","smtpTo":"b@lan"}',
+            ),
+        ],
+    )
+    conn.commit()
+    conn.close()
+    done = run("import", "uptime-kuma", str(kuma_db), "--db", db_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert "notification 'own bot' not imported: telegram: its server is not a URL" in done.stdout
+    assert "notification 'own ntfy' not imported: ntfy: the server is not an http(s) URL" in done.stdout
+    assert "notification 'own hook' not imported: webhook: not an http(s) URL" in done.stdout
+    assert "notification 'own mail' not imported: email: the SMTP port is not a number" in done.stdout
+    assert "Pa55" not in done.stdout and "Tok3n" not in done.stdout

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from urllib.parse import SplitResult, parse_qsl, quote, urlencode, urlsplit
 
 
 class Unmapped(ValueError):
@@ -62,17 +62,26 @@ def telegram(
         raise Unmapped("telegram: no bot token or chat id")
     server = _text(api_url)
     if server and server.rstrip("/") != TELEGRAM_API:
-        raise Unmapped(f"telegram: a server of its own ({urlsplit(server).hostname}); Apprise talks to {TELEGRAM_API}")
+        host = _parts(server, "telegram: its server is not a URL").hostname
+        raise Unmapped(f"telegram: a server of its own ({host}); Apprise talks to {TELEGRAM_API}")
     thread = _text(topic)
     params = {"silent": "yes"} if silent else {}
     url = f"tgram://{_q(token).replace('%3A', ':')}/{_q(chat)}{':' + _q(thread) if thread else ''}"
     return f"{url}?{urlencode(params)}" if params else url
 
 
+def _parts(url: str, error: str) -> SplitResult:
+    """`url` split, or Unmapped(`error`): urlsplit's own error quotes nothing, but is no reason."""
+    try:
+        return urlsplit(url)
+    except ValueError:
+        raise Unmapped(error) from None
+
+
 def _server(server_url: object, what: str) -> tuple[bool, str]:
     """(https?, host[:port][/path]) of a server URL."""
     text = _text(server_url)
-    parts = urlsplit(text or "")
+    parts = _parts(text or "", f"{what}: the server is not an http(s) URL")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise Unmapped(f"{what}: the server is not an http(s) URL")
     return parts.scheme == "https", parts.netloc.rpartition("@")[2] + parts.path.rstrip("/")
@@ -159,6 +168,8 @@ def email(
         raise Unmapped("email: no sender address")
     user = _text(username)
     auth = f"{_q(user)}:{_q(_text(password) or '')}@" if user else ""
+    if _text(port) and not str(port).strip().isdigit():
+        raise Unmapped("email: the SMTP port is not a number")
     at_port = f":{int(str(port))}" if _text(port) else ""
     params = {"smtp": server, "from": from_address, "to": ",".join(recipients), "mode": "ssl" if tls else "starttls"}
     for key, value in (("cc", cc), ("bcc", bcc)):
@@ -169,7 +180,7 @@ def email(
 
 def webhook(url: object, *, form: bool = False, headers: Mapping[str, object] | None = None) -> str:
     """A POST of Apprise's JSON ({title, message, type}) or form fields to `url`."""
-    parts = urlsplit(_text(url) or "")
+    parts = _parts(_text(url) or "", "webhook: not an http(s) URL")
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise Unmapped("webhook: not an http(s) URL")
     scheme = ("form" if form else "json") + ("s" if parts.scheme == "https" else "")
