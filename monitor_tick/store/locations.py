@@ -329,7 +329,7 @@ def _decide(
                 # The outage counts from now, but its DOWN waits for the minute to close (when
                 # every live place has written: seconds; at most CLOSE_AFTER_MS), so that it
                 # names the places that saw it rather than 'did not check it'.
-                hold_down_alert(conn, monitor, int(state[2]) + CLOSE_AFTER_MS)
+                hold_down_alert(conn, monitor, min(int(state[2]) + CLOSE_AFTER_MS, minute_start_ms(minute + 3)))
     elif state[0] == quorum.DOWN and decision.verdict == quorum.DOWN and not _newer_decided(conn, monitor, minute):
         # a place that wrote after its minute reached the quorum: the open outage names the
         # places, and gives the status, of the minute as it now stands
@@ -338,7 +338,9 @@ def _decide(
             "WHERE monitor_id = ? AND resolved_at_ms IS NULL AND kind = 'down'",
             (decision.text, quorum.status_of(checks), monitor),
         )
-    if closed and state[0] == quorum.DOWN:
+    if closed and quorum.DOWN in (state[0], decision.verdict):
+        # any minute of the outage that closes lets its DOWN go: a newer one closes first when
+        # the older one waits for a place whose hosts died
         release_down_alert(conn, monitor, minute_start_ms(minute))
     conn.execute(
         "UPDATE quorum_minutes SET verdict = coalesce(verdict, ?), closed = ? WHERE monitor_id = ? AND minute = ?",

@@ -352,3 +352,20 @@ def test_a_down_alert_names_the_places_of_its_minute_as_it_closed(pg_server: Ser
         message = receiver.messages[0]["message"]
         assert "down from a (status 503), b (status 503), c (status 503)" in message, message
         assert "did not check it" not in message, message
+
+
+def test_a_down_held_for_a_place_whose_hosts_died_goes_out_with_the_next_minute_that_closes(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("a-1", "b-1", "c-1"))
+    add(url, local_server.url("/status/503"), "site", "--locations", "a,b,c", "--alert-after", "1")
+    with JsonReceiver() as receiver:
+        ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
+        for name in ("a-1", "b-1"):  # c's only host ticked the minute before, then died
+            ticked(url, name, MINUTE)
+        assert receiver.titles() == []  # c is still expected: its minute is open
+        for name in ("a-1", "b-1"):  # the next minute expects no c, and closes down
+            ticked(url, name, MINUTE + 1)
+        assert receiver.titles() == ["DOWN: site"]
+        message = receiver.messages[0]["message"]
+        assert "down from a (status 503), b (status 503); seen from 2 of 3 locations; c did not check it" in message
