@@ -15,8 +15,7 @@ from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
 
-from monitor_tick.core.model import Monitor, ProbeResult
-from monitor_tick.probes import curl
+from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
 from monitor_tick.run import tick as run_tick_module
 from monitor_tick.run.rounds import TickOptions
 from monitor_tick.run.tick import run_tick
@@ -296,35 +295,37 @@ def test_a_gzip_bomb_is_read_no_further_than_the_keywords_mebibyte(db_path: str,
     assert local_server.hits == {"/bomb": 1}
 
 
-def test_curls_phases_of_a_finished_check_are_cumulative_from_its_start(server: LocalServer) -> None:
-    """What the phases of a check are read from (curl.phases_ms): our lookup, then connected,
-    TLS done (the connect's, over plain HTTP), first byte and total, each from the start."""
+def phases(*monitors: Monitor, verify: object = True) -> list[CheckResult]:
+    options = TickOptions("unused.db", verify=verify, retry_delay_s=0)
+    return run_tick_module._probe(list(monitors), options, 0, {})
 
-    async def one() -> tuple[int, ...]:
-        engine = curl.Engine()
-        try:
-            answer = curl.Exchange()
-            sent = curl.Request(
-                server.url("/ok"),
-                "GET",
-                [],
-                None,
-                pinned=[],
-                proxy="",
-                trust={},
-                keep=0,
-                read_body=lambda status, location: True,
-                timeout_s=5,
-            )
-            await curl.exchange(engine, sent, answer)
-            assert (answer.code, answer.status) == (0, 200)
-            assert answer.handle is not None
-            return curl.phases_ms(answer.handle, lookup_ms=3.0)
-        finally:
-            engine.close()
 
-    lookup, connected, tls, first_byte, total = asyncio.run(one())
-    assert lookup == 3 and lookup <= connected == tls <= first_byte <= total
+def test_a_check_records_where_its_time_went(server: LocalServer) -> None:
+    """Its phases, each from the check's start: looked up, connected, TLS (none over plain
+    HTTP), first byte, and the total, which is its latency. An answer that waits 300 ms before
+    its head spends them between the connect and the first byte."""
+    [slow, redirected, refused] = phases(
+        monitor(server.url("/slow/300"), 1),
+        monitor(server.url("/redirect/2"), 2),
+        monitor(f"http://127.0.0.1:{refused_port()}/", 3),
+    )
+    assert slow.status == "up" and slow.phases is not None, slow
+    lookup, connect, tls, first_byte, total = slow.phases
+    assert tls is None and lookup <= connect <= first_byte <= total == slow.latency_ms
+    assert first_byte - connect >= 300 > connect
+    # a redirect's hops are in the final hop's phases
+    assert redirected.phases is not None and redirected.phases.total_ms == redirected.latency_ms
+    assert redirected.phases.lookup_ms <= redirected.phases.connect_ms <= redirected.phases.first_byte_ms
+    assert refused.phases is None  # no answer: nothing to say where the time went
+
+
+def test_a_tls_check_records_its_handshake() -> None:
+    pair = valid_cert()
+    with LocalServer(tls=pair.server_context) as srv:
+        [result] = phases(monitor(srv.url("/ok")), verify=ssl.create_default_context(cafile=pair.ca_pem))
+    assert result.status == "up" and result.phases is not None, result
+    lookup, connect, tls, first_byte, total = result.phases
+    assert tls is not None and lookup <= connect <= tls <= first_byte <= total == result.latency_ms
 
 
 def test_fifty_checks_at_once_are_judged_by_their_own_latency(

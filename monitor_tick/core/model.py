@@ -106,17 +106,46 @@ OPTION_FLAGS = {
 }
 
 
+class Phases(NamedTuple):
+    """Where an HTTP check's time went, each in ms from the check's start, as curl times a
+    request: its name looked up (ours), connected, TLS done (None: plain http), first byte of
+    the answer, and the whole check (its latency). A redirect's earlier hops are in each."""
+
+    lookup_ms: int
+    connect_ms: int
+    tls_ms: int | None
+    first_byte_ms: int
+    total_ms: int
+
+    def text(self) -> str:
+        """As stored (rollups.phases): 'lookup connect tls first_byte total', '-' for no TLS."""
+        return " ".join("-" if v is None else str(v) for v in self)
+
+    @classmethod
+    def parse(cls, text: str | None) -> Phases | None:
+        """The stored text back (None: none stored, or not five numbers)."""
+        values = (text or "").split()
+        if len(values) != 5 or not all(v.isdigit() for i, v in enumerate(values) if not (i == 2 and v == "-")):
+            return None
+        lookup, connect, tls, first_byte, total = values
+        return cls(int(lookup), int(connect), None if tls == "-" else int(tls), int(first_byte), int(total))
+
+    def as_json(self) -> dict[str, int | None]:
+        return self._asdict()
+
+
 class ProbeResult(NamedTuple):
     """One probe's outcome. `unknown`: we could not tell (our own limits), counted neither way.
 
     `cert_expires_at_ms`: the peer certificate's notAfter, when the probe saw one (tls://, and
-    https:// monitors with --expires-within)."""
+    https:// monitors with --expires-within). `phases`: an HTTP check's that got an answer."""
 
     status: Status
     latency_ms: int | None = None
     http_status: int | None = None
     cause: str | None = None
     cert_expires_at_ms: int | None = None
+    phases: Phases | None = None
 
 
 # A monitor's newest rollup hour, as the tick reads it before probing (store.recent_rollups), for
@@ -133,6 +162,7 @@ class CheckResult(NamedTuple):
     http_status: int | None = None
     cause: str | None = None
     cert_expires_at_ms: int | None = None
+    phases: Phases | None = None
 
     @classmethod
     def of(cls, monitor_id: int, probe: ProbeResult) -> CheckResult:
@@ -143,6 +173,7 @@ class CheckResult(NamedTuple):
             probe.http_status,
             probe.cause,
             probe.cert_expires_at_ms,
+            probe.phases,
         )
 
 

@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
     import pycurl
 
+    from monitor_tick.core.model import Phases
+
 FORCE_EVERY_S = 1.0  # how often curl is asked for events it may have forgotten to report
 SPARE_S = 1.0  # curl's own timeout is the check's deadline and this much more
 
@@ -171,19 +173,21 @@ class Engine:
             future.set_result(code)
 
 
-def phases_ms(handle: pycurl.Curl, lookup_ms: float) -> tuple[int, int, int, int, int]:
-    """The phases of a finished handle's transfer, each cumulative in ms from the start of its
-    attempt: (name lookup (ours, `lookup_ms`), connected, TLS done (the connect's where there is
-    no TLS), first byte, total). curl's times count from the transfer's start, which comes after
-    our lookup."""
+def phases_ms(handle: pycurl.Curl, looked_up_ms: float, total_ms: int) -> Phases:
+    """The phases of a finished handle's check, each in ms from the check's start: our lookup
+    ended at `looked_up_ms`, and curl's times count from there (its transfer began after it);
+    `total_ms` is the check's latency, which none of them exceeds."""
     import pycurl
 
-    def at(info: int) -> int:
-        return round(lookup_ms + handle.getinfo(info) * 1000)
+    from monitor_tick.core.model import Phases
 
-    connect = at(pycurl.CONNECT_TIME)
-    tls = max(at(pycurl.APPCONNECT_TIME), connect) if handle.getinfo(pycurl.APPCONNECT_TIME) else connect
-    return round(lookup_ms), connect, tls, at(pycurl.STARTTRANSFER_TIME), at(pycurl.TOTAL_TIME)
+    def at(info: int) -> int:
+        return min(round(looked_up_ms + handle.getinfo(info) * 1000), total_ms)
+
+    tls = at(pycurl.APPCONNECT_TIME) if handle.getinfo(pycurl.APPCONNECT_TIME) else None
+    return Phases(
+        min(round(looked_up_ms), total_ms), at(pycurl.CONNECT_TIME), tls, at(pycurl.STARTTRANSFER_TIME), total_ms
+    )
 
 
 # ---------------------------------------------------------------------------------------------

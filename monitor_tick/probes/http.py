@@ -69,13 +69,15 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     def read_body(status: int, location: bool) -> bool:
         return not (status in REDIRECTS and location) and status_accepted(status, ranges)
 
-    start = time.perf_counter()
+    start = hop_start = looked_up = time.perf_counter()
     answer = curl.Exchange()
     try:
         async with asyncio.timeout(monitor.timeout_s):
             for hop in range(MAX_REDIRECTS + 1):
                 answer = curl.Exchange()
+                hop_start = time.perf_counter()
                 sent = await _request(url, method, headers, body, ctx, trust, monitor, read_body)
+                looked_up = time.perf_counter()
                 await curl.exchange(ctx.engine, sent, answer)
                 if answer.cause is not None:
                     return ProbeResult("down", None, answer.status or None, answer.cause)
@@ -93,7 +95,7 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     expires_at_ms = curl.expires_at_ms(answer.certs) if monitor.expires_within_sec is not None else None
     accepted = status_accepted(answer.status, ranges)
     text = _decoded(answer) if accepted and (monitor.keyword or monitor.keyword_absent) else None
-    return judged(
+    result = judged(
         monitor,
         answer.status,
         answer.body if accepted else None,
@@ -103,6 +105,10 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         ctx.now_ms,
         latency_ms,
     )
+    assert answer.handle is not None
+    # the final hop's phases, counted from the check's start: earlier hops are in each of them
+    started_ms, lookup_ms = (hop_start - start) * 1000, (looked_up - hop_start) * 1000
+    return result._replace(phases=curl.phases_ms(answer.handle, started_ms + lookup_ms, latency_ms))
 
 
 async def _request(

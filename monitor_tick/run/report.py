@@ -96,7 +96,8 @@ class TickReport(NamedTuple):
         ]
 
     def results_json(self) -> list[dict[str, Any]]:
-        """One entry per check, with its kind and cause; days left for certificates."""
+        """One entry per check, with its kind and cause; days left for certificates; where an HTTP
+        check's time went (phases)."""
         monitors = {m.id: m for m in self.due}
         out = []
         for r in self.results:
@@ -113,6 +114,7 @@ class TickReport(NamedTuple):
                     "http_status": r.http_status,
                     "cert_expires_at": None if expires is None else clock.iso_from_ms(expires),
                     "cert_days_left": None if expires is None else clock.days_left(expires, self.now_ms),
+                    "phases": None if r.phases is None else r.phases.as_json(),
                 }
             )
         return out
