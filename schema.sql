@@ -1,4 +1,4 @@
--- monitor-tick schema, version 20 (PRAGMA user_version = 20; store.SCHEMA_VERSION).
+-- monitor-tick schema, version 21 (PRAGMA user_version = 21; store.SCHEMA_VERSION).
 --
 -- The whole schema at the newest version: what a new database gets. It ships inside the
 -- package (monitor_tick/schema.sql is a link to this file, checked by a test). A database made
@@ -167,6 +167,11 @@ CREATE TABLE rollups (
     -- check); NULL when that check saw none. Days left are derived from it and the reader's clock,
     -- never stored. Written by the same upsert that counts the check: no extra write per check.
     cert_expires_at_ms INTEGER,
+    -- Where the hour's newest check's time went (an HTTP check that got an answer): 'lookup
+    -- connect tls first_byte total', ms from its start, '-' for no TLS (core/model.py, Phases);
+    -- NULL when that check had none. Only the newest is kept: `show` gives it. Written by the same
+    -- upsert that counts the check.
+    phases         TEXT,
     PRIMARY KEY (monitor_id, hour_start_ms)
 ) STRICT, WITHOUT ROWID;
 

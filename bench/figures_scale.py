@@ -23,7 +23,7 @@ from common import (  # bench/common.py: what the figures share with bench/kuma.
 
 from monitor_tick import store
 from monitor_tick.core import clock, schedule
-from monitor_tick.core.model import CheckResult
+from monitor_tick.core.model import CheckResult, Phases
 
 # ---------------------------------------------------------------------------------------------
 # 4. Selection at scale
@@ -146,7 +146,8 @@ def selection() -> Figure:
 
 
 def storage() -> Figure:
-    """30 days of results for 1,000 one-minute monitors, written through store.write_results.
+    """30 days of results for 1,000 one-minute https monitors, written through
+    store.write_results, each check with its phases.
 
     Every minute is claimed and gets its ticks row. Rollups get CHECKS_PER_HOUR writes per
     monitor-hour, each covering a tenth of the hour's minutes (write_results takes the minutes
@@ -171,12 +172,15 @@ def storage() -> Figure:
                 down.add(rng.randint(1, monitors))
             if down and rng.random() < 0.1:
                 down.discard(next(iter(down)))
-            results = [
-                CheckResult(i, "down", None, 503, "status 503")
-                if i in down
-                else CheckResult(i, "up", rng.randint(25, 60), 200)
-                for i in range(1, monitors + 1)
-            ]
+            results = []
+            for i in range(1, monitors + 1):
+                # an https check's phases, as the probe records them (the newest is stored)
+                total = rng.randint(25, 60)
+                phases = Phases(rng.randint(0, 2), total // 6, total // 2, total - 2, total)
+                if i in down:
+                    results.append(CheckResult(i, "down", None, 503, "status 503", phases=phases))
+                else:
+                    results.append(CheckResult(i, "up", total, 200, phases=phases))
             store.write_results(conn, minutes, at_ms, results, finished_at_ms=at_ms + 900)
         if hour % 24 == 3:
             store.housekeep(

@@ -1,4 +1,4 @@
--- monitor-tick schema for PostgreSQL, version 20 (schema_version.version; store.SCHEMA_VERSION).
+-- monitor-tick schema for PostgreSQL, version 21 (schema_version.version; store.SCHEMA_VERSION).
 --
 -- The same tables, columns, constraints and indexes as schema.sql (the SQLite DDL, the
 -- contract; a test holds the two together), in PostgreSQL's types: every integer is BIGINT
@@ -157,6 +157,11 @@ CREATE TABLE rollups (
     -- check); NULL when that check saw none. Days left are derived from it and the reader's clock,
     -- never stored. Written by the same upsert that counts the check: no extra write per check.
     cert_expires_at_ms BIGINT,
+    -- Where the hour's newest check's time went (an HTTP check that got an answer): 'lookup
+    -- connect tls first_byte total', ms from its start, '-' for no TLS (core/model.py, Phases);
+    -- NULL when that check had none. Only the newest is kept: `show` gives it. Written by the same
+    -- upsert that counts the check.
+    phases         TEXT,
     PRIMARY KEY (monitor_id, hour_start_ms)
 ) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);
 -- Each check of the hour updates its row (60 times an hour for a one-minute monitor), and every

@@ -1,6 +1,7 @@
-"""`show NAME|ID [--json]`: one monitor in full -- its settings, state and next check, the last
-24 hours' checks and failures per hour, its incidents with causes and durations, and the alert
-deliveries of those incidents. Reads only: the database is opened read-only."""
+"""`show NAME|ID [--json]`: one monitor in full -- its settings, state and next check, where the
+newest HTTP check's time went (its phases), the last 24 hours' checks and failures per hour, its
+incidents with causes and durations, and the alert deliveries of those incidents. Reads only:
+the database is opened read-only."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from monitor_tick.cli.common import (
 )
 from monitor_tick.cli.tick import emit_json
 from monitor_tick.core import clock
-from monitor_tick.core.model import OPTION_FLAGS, monitor_state
+from monitor_tick.core.model import OPTION_FLAGS, Phases, monitor_state
 from monitor_tick.core.redact import REDACTED_SETTINGS, redact_channel_url, redact_settings, redact_text
 
 app = typer.Typer()  # merged into the root app (cli/app.py)
@@ -47,6 +48,8 @@ def _detail(ref: str, db: str, now_ms: int) -> dict[str, Any]:
         monitor["quorum_shown"] = quorum_in_numbers(monitor["locations"], monitor["quorum"], all_count)
     monitor["state"] = monitor_state(monitor)
     monitor["next_check_ms"] = next_check_ms(monitor, monitor["state"])
+    phases = Phases.parse(found["phases"])
+    monitor["phases"] = None if phases is None else phases.as_json()
     monitor.update(latest_results(monitor, now_ms))
     kind = deferred.probes().PROBES.get(monitor["kind"])
     # what is shown: the options of its kind, secrets hidden (settings may hold credentials)
@@ -107,6 +110,13 @@ def _settings_lines(monitor: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _phases_text(phases: dict[str, int | None]) -> str:
+    """'lookup 1, connect 2, tls 9, first byte 15, total 16': each phase's end."""
+    names = {"lookup_ms": "lookup", "connect_ms": "connect", "tls_ms": "tls", "first_byte_ms": "first byte"}
+    shown = [f"{name} {phases[key]}" for key, name in names.items() if phases[key] is not None]
+    return ", ".join([*shown, f"total {phases['total_ms']}"])
+
+
 def _when(ms: int | None) -> str:
     return "-" if ms is None else clock.display_from_ms(ms)
 
@@ -118,8 +128,9 @@ def show(
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Show one monitor in full: settings, state, next check, the last 24 hours' checks and
-    failures per hour, incidents with causes and durations, and alert deliveries."""
+    """Show one monitor in full: settings, state, next check, where the newest HTTP check's
+    time went, the last 24 hours' checks and failures per hour, incidents with causes and
+    durations, and alert deliveries."""
     now_ms = clock.now_ms()
     detail = _detail(monitor, db_path(ctx, db), now_ms)
     if as_json:
@@ -135,6 +146,8 @@ def show(
         lines.append(f"  next check none ({why})")
     else:
         lines.append(f"  next check {_when(upcoming)} (in {clock.format_duration_ms(upcoming - now_ms)})")
+    if row["phases"] is not None:
+        lines.append(f"  timing     {_phases_text(row['phases'])} (the newest check, ms from its start)")
     lines.append(f"last {HOURS} hours (UTC; checks/failures)")
     for hour in detail["hours"]:
         failed = f"  {hour['failures']} failed" if hour["failures"] else ""

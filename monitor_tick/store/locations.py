@@ -378,6 +378,7 @@ def _count(conn: Connection, monitor: int, decision: quorum.Decision, at_ms: int
             "latency_max": latency,
             "at_ms": at_ms,
             "cert_expires_at_ms": None,
+            "phases": None,
         },
     )
 

@@ -332,8 +332,8 @@ def incidents_for(conn: Connection, monitor: int) -> list[tuple[int, int | None,
 
 def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> dict[str, Any]:
     """One monitor in full (`show`): its list_monitors row with every stored setting, its rollup
-    hours from the hour of `since_ms` on, its incidents (newest first) and the deliveries of
-    their events. Raises StoreError for an unknown monitor."""
+    hours from the hour of `since_ms` on, the newest check's phases (as stored), its incidents
+    (newest first) and the deliveries of their events. Raises StoreError for an unknown monitor."""
     found = monitor_id(conn, ref)
     (listed,) = list_monitors(conn, now_ms, found)
     settings = monitor_row(conn, str(found))
@@ -361,8 +361,10 @@ def monitor_detail(conn: Connection, ref: str, now_ms: int, since_ms: int) -> di
     )
     # a monitor with locations: each location's figures over the same hours (its verdicts are in `hours`)
     places = location_figures(conn, found, clock.hour_start_ms(since_ms))
+    phases = one(conn, "SELECT phases FROM rollups WHERE monitor_id = ? ORDER BY hour_start_ms DESC LIMIT 1", (found,))
     return {
         "monitor": {**settings, **listed},
+        "phases": phases,
         "hours": hours,
         "incidents": incidents,
         "deliveries": deliveries,

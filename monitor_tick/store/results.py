@@ -32,11 +32,12 @@ class WriteSummary(NamedTuple):
 # One text for both engines: columns of the stored row are qualified (PostgreSQL finds a bare
 # name ambiguous beside `excluded`), and the scalar min/max are written as CASE (db.least).
 _ROLLUP_COLUMNS = """rollups (monitor_id, hour_start_ms, checks, failures, latency_ms_sum,
-                     latency_ms_min, latency_ms_max, last_check_ms, cert_expires_at_ms)"""
+                     latency_ms_min, latency_ms_max, last_check_ms, cert_expires_at_ms, phases)"""
 _ROLLUP_COUNTED = f"""
 ON CONFLICT (monitor_id, hour_start_ms) DO UPDATE SET
   cert_expires_at_ms = CASE WHEN excluded.last_check_ms >= rollups.last_check_ms
                             THEN excluded.cert_expires_at_ms ELSE rollups.cert_expires_at_ms END,
+  phases = CASE WHEN excluded.last_check_ms >= rollups.last_check_ms THEN excluded.phases ELSE rollups.phases END,
   checks = rollups.checks + 1,
   failures = rollups.failures + excluded.failures,
   latency_ms_sum = rollups.latency_ms_sum + excluded.latency_ms_sum,
@@ -57,7 +58,7 @@ ON CONFLICT (monitor_id, hour_start_ms) DO UPDATE SET
 _UPSERT_ROLLUP = f"""
 INSERT INTO {_ROLLUP_COLUMNS}
 VALUES (:monitor_id, :hour_start_ms, 1, :failures, :latency_ms, :latency_min, :latency_max, :at_ms,
-        :cert_expires_at_ms)
+        :cert_expires_at_ms, :phases)
 {_ROLLUP_COUNTED}
 RETURNING last_check_ms
 """
@@ -67,10 +68,10 @@ RETURNING last_check_ms
 _UPSERT_ROLLUPS = f"""
 INSERT INTO {_ROLLUP_COLUMNS}
 SELECT c.monitor_id, :hour_start_ms, 1, c.failures, coalesce(c.latency_ms, 0), c.latency_ms, c.latency_ms, :at_ms,
-       c.cert_expires_at_ms
+       c.cert_expires_at_ms, c.phases
   FROM unnest(CAST(:monitor_ids AS BIGINT[]), CAST(:failures AS BIGINT[]), CAST(:latencies_ms AS BIGINT[]),
-              CAST(:certs_ms AS BIGINT[]))
-       AS c(monitor_id, failures, latency_ms, cert_expires_at_ms)
+              CAST(:certs_ms AS BIGINT[]), CAST(:phases AS TEXT[]))
+       AS c(monitor_id, failures, latency_ms, cert_expires_at_ms, phases)
 {_ROLLUP_COUNTED}
 RETURNING monitor_id, last_check_ms
 """
@@ -89,6 +90,7 @@ def _count_checks(conn: Connection, hour_ms: int, at_ms: int, decided: list[Chec
             "failures": [0 if r.status == "up" else 1 for r in decided],
             "latencies_ms": latencies,
             "certs_ms": [r.cert_expires_at_ms for r in decided],
+            "phases": [_phases_text(r) for r in decided],
         }
         return {int(m): int(last) for m, last in conn.execute(_UPSERT_ROLLUPS, params).fetchall()} if decided else {}
     counted = {}
@@ -102,9 +104,14 @@ def _count_checks(conn: Connection, hour_ms: int, at_ms: int, decided: list[Chec
             "latency_max": latency,
             "at_ms": at_ms,
             "cert_expires_at_ms": result.cert_expires_at_ms,
+            "phases": _phases_text(result),
         }
         counted[result.monitor_id] = conn.execute(_UPSERT_ROLLUP, params).fetchone()[0]
     return counted
+
+
+def _phases_text(result: CheckResult) -> str | None:
+    return None if result.phases is None else result.phases.text()
 
 
 def write_results(

@@ -291,6 +291,7 @@ NFC, NFD = "caf\u00e9", "cafe\u0301"  # é as one code point; e and a combining 
 def _undo_step_17(conn: store.Connection) -> None:
     """Back to the tables before step 17 (and the steps after it), for a test of an earlier step on a new database."""
     integer = "INTEGER" if conn.engine == "sqlite" else "BIGINT"
+    conn.execute("ALTER TABLE rollups DROP COLUMN phases")  # step 21
     conn.execute(f"ALTER TABLE rollups ADD COLUMN handed_at_ms {integer}")  # step 20
     conn.execute("ALTER TABLE ticks DROP COLUMN replayed")  # step 18
     conn.execute("ALTER TABLE claims DROP COLUMN taken_from")  # step 19's one column outside step 17's tables
