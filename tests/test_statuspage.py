@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from monitor_tick import store
 from monitor_tick.cli.app import app
 from monitor_tick.core import clock
-from monitor_tick.publish import badges, statuspage
+from monitor_tick.publish import badges, latencychart, statuspage
 from monitor_tick.publish.atomic import write_text_atomic
 from monitor_tick.publish.uptime import Totals, format_pct
 from tests.conftest import add
@@ -291,3 +291,49 @@ def test_a_new_database_gives_a_page_that_says_so(tmp_path: Path, conn: sqlite3.
     status = statuspage.collect(conn, NOW_MS)
     assert [m.state for m in status.monitors] == ["new"] and status.no_data_24h_ms == 0
     assert all(not bar.monitored_ms for bar in status.monitors[0].days)
+
+
+def test_the_latency_chart_draws_each_of_the_last_24_hours_average_from_the_rollups(conn: sqlite3.Connection) -> None:
+    monitor = add(conn, "http://chart.test/", name="chart", created_at_ms=NOW_MS - 2 * DAY)
+    quiet = add(conn, "http://quiet.test/", name="quiet", created_at_ms=NOW_MS - 2 * DAY)
+    first = NOW_MS - NOW_MS % HOUR - 23 * HOUR
+    # hour: (checks, failures, latency_ms_sum of the up checks); hour 5 failed throughout
+    hours = {
+        -1: (60, 0, 60 * 999),
+        0: (60, 0, 6_000),
+        1: (60, 0, 12_000),
+        5: (60, 60, 0),
+        6: (60, 30, 1_500),
+        23: (1, 0, 400),
+    }
+    conn.executemany(
+        "INSERT INTO rollups (monitor_id, hour_start_ms, checks, failures, latency_ms_sum, last_check_ms) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        [(monitor, first + h * HOUR, c, f, s, first + h * HOUR) for h, (c, f, s) in hours.items()],
+    )
+    conn.commit()
+    expected: list[float | None] = []
+    for h in range(24):  # by plain SQL: the hour's latency sum over its up checks
+        row = conn.execute(
+            "SELECT latency_ms_sum * 1.0 / (checks - failures) FROM rollups "
+            "WHERE monitor_id = ? AND hour_start_ms = ? AND checks > failures",
+            (monitor, first + h * HOUR),
+        ).fetchone()
+        expected.append(None if row is None else row[0])
+    status = statuspage.collect(conn, NOW_MS)
+    assert by_id(status, monitor).latency_hours == expected
+    assert by_id(status, quiet).latency_hours == [None] * 24
+
+    svg = ET.fromstring(latencychart.chart_svg(expected))
+    assert svg.get("data-latency-ms") == "100,200,,,,,50" + "," * 17 + "400"
+    # hours 0-1 joined; 6 and 23 alone; the highest hour (400 ms) at the top, the lowest lowest
+    [line] = svg.findall("polyline")
+    points = [tuple(map(float, p.split(","))) for p in (line.get("points") or "").split()]
+    dots = [(float(c.get("cx") or 0), float(c.get("cy") or 0)) for c in svg.findall("circle")]
+    step = (latencychart.WIDTH - 2 * latencychart.MARGIN) / 23
+    assert [x for x, _ in points + dots] == pytest.approx(
+        [latencychart.MARGIN + h * step for h in (0, 1, 6, 23)], abs=0.05
+    )
+    assert dots[1][1] == latencychart.MARGIN and max(y for _, y in points + dots) == dots[0][1]
+    page = statuspage.render_html(status)
+    assert page.count('<svg class="latency-chart"') == 1  # the quiet monitor has none to draw

@@ -41,6 +41,8 @@ color:var(--muted);white-space:nowrap}
 .figures dt{color:var(--muted);font-size:13px}
 .figures dd{margin:0;font-size:17px;font-weight:600;font-variant-numeric:tabular-nums;white-space:nowrap}
 .figures .lv-none{color:var(--muted);font-weight:400}
+.latency-chart{display:block;width:100%;max-width:240px;height:36px;margin-top:4px;color:var(--muted)}
+.latency-chart polyline{fill:none;stroke:currentColor;stroke-width:1.5}.latency-chart circle{fill:currentColor}
 .bars{display:flex;gap:2px;height:34px;margin:0;padding:0;list-style:none}
 .lv-ok{--c:var(--ok)}.lv-minor{--c:var(--minor)}.lv-major{--c:var(--major)}.lv-bad{--c:var(--bad)}
 .lv-none{--c:var(--none)}.lv-void{--c:var(--void)}

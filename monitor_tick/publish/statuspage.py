@@ -22,7 +22,7 @@ from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.model import monitor_state
 from monitor_tick.core.redact import redact_text
-from monitor_tick.publish import badges, pagestyle
+from monitor_tick.publish import badges, latencychart, pagestyle
 from monitor_tick.publish.atomic import write_text_atomic
 from monitor_tick.publish.uptime import WINDOWS, Totals, format_latency_ms, format_pct
 
@@ -74,6 +74,8 @@ class MonitorStatus:
     # a monitor checked from several locations: (location, checks, failures, average latency ms of
     # its up checks or None) over the last 24 hours; its uptime figures are the quorum's verdicts
     places: list[tuple[str, int, int, float | None]] = field(default_factory=list)
+    # the average latency of each of the last 24 hours' up checks (None: none), oldest first
+    latency_hours: list[float | None] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -89,7 +91,7 @@ class Status:
 
 
 def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
-    """Everything the page and badges show, as of `now_ms`: six queries, plus one per run of
+    """Everything the page and badges show, as of `now_ms`: seven queries, plus one per run of
     days in which the ledger is short of minutes (usually none)."""
     longest_ms = WINDOWS[-1][1]
     # tier k of a rollup row: how many of these starts its hour is at or after (30d, 7d, 24h)
@@ -105,6 +107,10 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
     by_monitor: dict[int, list[dict]] = defaultdict(list)
     for row in store.rollups_by_day(conn, now_ms - longest_ms, tier_starts_ms):
         by_monitor[row["monitor_id"]].append(row)
+    first_hour_ms = clock.hour_start_ms(now_ms) - (latencychart.HOURS - 1) * clock.MS_PER_HOUR
+    hours: dict[int, list[dict]] = defaultdict(list)
+    for row in store.rollup_hours(conn, first_hour_ms):
+        hours[row["monitor_id"]].append(row)
     incidents: dict[int, list[dict]] = defaultdict(list)
     for row in store.recent_incidents(conn, now_ms - longest_ms, RECENT_INCIDENTS):
         incidents[row["monitor_id"]].append(row)
@@ -148,6 +154,7 @@ def collect(conn: sqlite3.Connection, now_ms: int) -> Status:
                 incident_count=own[0]["total"] if own else 0,
                 group=None if row["group_name"] is None else redact_text(row["group_name"], every_query=True),
                 places=_places(conn, row, now_ms),
+                latency_hours=latencychart.hour_averages(hours[row["id"]], first_hour_ms, clock.MS_PER_HOUR),
             )
         )
     no_data_24h_ms = sum(_overlap_ms(gap, (now_ms - clock.MS_PER_DAY, until_ms)) for gap in gaps_ms)
@@ -357,7 +364,7 @@ def _monitor_html(m: MonitorStatus, now_ms: int) -> str:
     figures += (
         f'<div class="latency"><dt>Latency, 24 hours</dt><dd class="{"lv-none" if latency is None else ""}" '
         f'data-latency-ms="{"" if latency is None else f"{latency:.0f}"}" title="average of the up checks">'
-        f"{format_latency_ms(latency, none='—')}</dd></div>"
+        f"{format_latency_ms(latency, none='—')}</dd>{latencychart.chart_svg(m.latency_hours)}</div>"
     )
     bars = "".join(
         f'<li {_bar_look(bar)} data-date="{bar.date}" title="{escape(day_title(bar))}"></li>' for bar in m.days

@@ -110,6 +110,18 @@ def rollups_by_day(conn: Connection, since_ms: int, tier_starts_ms: Sequence[int
     )
 
 
+def rollup_hours(conn: Connection, since_ms: int) -> list[dict[str, Any]]:
+    """Each monitor's rollup hours from the hour of `since_ms` on: monitor_id, hour_start_ms,
+    checks, failures, latency_ms_sum (the status page's latency chart). Each monitor's hours are
+    read through the primary key, as in rollups_by_day."""
+    return dicts(
+        conn,
+        "SELECT r.monitor_id, r.hour_start_ms, r.checks, r.failures, r.latency_ms_sum "
+        "FROM monitors m CROSS JOIN rollups r WHERE r.monitor_id = m.id AND r.hour_start_ms >= ?",
+        (hour_start_ms(since_ms),),
+    )
+
+
 def recent_incidents(conn: Connection, since_ms: int, per_monitor: int) -> list[dict[str, Any]]:
     """The newest `per_monitor` incidents of each monitor among those open at or after
     `since_ms` (started_at_ms, resolved_at_ms, cause), newest first, each row with `total`: how
