@@ -169,8 +169,8 @@ CREATE TABLE rollups (
     cert_expires_at_ms INTEGER,
     -- Where the hour's newest check's time went (an HTTP check that got an answer): 'lookup
     -- connect tls first_byte total', ms from its start, '-' for no TLS (core/model.py, Phases);
-    -- NULL when that check had none. Only the newest is kept: `show` gives it. Written by the same
-    -- upsert that counts the check.
+    -- NULL when that check had none. Written by the same upsert that counts the check; `show`
+    -- gives the newest hour's, and the daily housekeeping clears every older hour's.
     phases         TEXT,
     PRIMARY KEY (monitor_id, hour_start_ms)
 ) STRICT, WITHOUT ROWID;

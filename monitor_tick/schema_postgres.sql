@@ -159,8 +159,8 @@ CREATE TABLE rollups (
     cert_expires_at_ms BIGINT,
     -- Where the hour's newest check's time went (an HTTP check that got an answer): 'lookup
     -- connect tls first_byte total', ms from its start, '-' for no TLS (core/model.py, Phases);
-    -- NULL when that check had none. Only the newest is kept: `show` gives it. Written by the same
-    -- upsert that counts the check.
+    -- NULL when that check had none. Written by the same upsert that counts the check; `show`
+    -- gives the newest hour's, and the daily housekeeping clears every older hour's.
     phases         TEXT,
     PRIMARY KEY (monitor_id, hour_start_ms)
 ) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_insert_scale_factor = 0.01);

@@ -11,7 +11,7 @@ import pytest
 
 from monitor_tick import store
 from monitor_tick.core import clock
-from monitor_tick.core.model import CheckResult
+from monitor_tick.core.model import CheckResult, Phases
 from tests.conftest import CONSTRAINT_ERRORS, add, rollup
 
 MINUTE = 29_934_720
@@ -206,6 +206,21 @@ def test_housekeeping_auto_pauses_long_outages_and_drops_old_rollups(conn: sqlit
     assert rollup(conn, short_down) == (1, 1)
     store.set_paused(conn, str(long_down), False, now_ms)
     assert conn.execute("SELECT count(*) FROM monitors WHERE auto_paused = 1").fetchone()[0] == 0
+
+
+def test_the_newest_checks_phases_are_kept_and_older_hours_give_theirs_up(conn: sqlite3.Connection) -> None:
+    hourly = add(conn, "http://127.0.0.1/a")
+    other = add(conn, "http://127.0.0.1/b")
+    hour = 60
+    for n, minute in enumerate((MINUTE, MINUTE + hour, MINUTE + 2 * hour)):
+        _write(conn, minute, [CheckResult(hourly, "up", 10 + n, 200, phases=Phases(0, 1, 2, 3 + n, 10 + n))])
+    _write(conn, MINUTE, [CheckResult(other, "up", 20, 200, phases=Phases(0, 1, None, 19, 20))])
+    store.housekeep(conn, clock.minute_start_ms(MINUTE + 3 * hour), auto_pause_after_ms=10**12, retention_ms=10**12)
+    kept = conn.execute(
+        "SELECT monitor_id, phases FROM rollups WHERE phases IS NOT NULL ORDER BY monitor_id"
+    ).fetchall()
+    assert [tuple(row) for row in kept] == [(hourly, "0 1 2 5 12"), (other, "0 1 - 19 20")]
+    assert conn.execute("SELECT count(*) FROM rollups WHERE monitor_id = ?", (hourly,)).fetchone()[0] == 3
 
 
 def _fail_inserts_into_incidents(conn: store.Connection, message: str) -> None:

@@ -316,16 +316,22 @@ def _auto_pause(conn: Connection, now_ms: int, after_ms: int) -> list[AutoPaused
 def housekeep(
     conn: Connection, now_ms: int, *, auto_pause_after_ms: int, retention_ms: int
 ) -> tuple[list[AutoPaused], int]:
-    """Auto-pause monitors down continuously for longer than `auto_pause_after_ms` and delete
+    """Auto-pause monitors down continuously for longer than `auto_pause_after_ms`, delete
     rollups, ledger minutes, and incident events with their deliveries older than the retention
-    period; an open incident's events stay (it is still being told about). Returns (paused,
-    rollups deleted)."""
+    period (an open incident's events stay: it is still being told about), and clear the phases
+    of every rollup hour but each monitor's newest. Returns (paused, rollups deleted)."""
     with write_tx(conn):
         paused = _auto_pause(conn, now_ms, auto_pause_after_ms)
         deleted = conn.execute(
             "DELETE FROM rollups WHERE hour_start_ms < ?", (hour_start_ms(now_ms - retention_ms),)
         ).rowcount
         conn.execute("DELETE FROM ticks WHERE minute < ?", (minute_of_ms(now_ms - retention_ms),))
+        # where the time went is kept for each monitor's newest check only (`show`): the rows of
+        # the hours before its newest give theirs up
+        conn.execute(
+            "UPDATE rollups SET phases = NULL WHERE phases IS NOT NULL AND hour_start_ms < "
+            "(SELECT max(n.hour_start_ms) FROM rollups n WHERE n.monitor_id = rollups.monitor_id)"
+        )
         # who ran which bucket matters for a while (`monitor-tick hosts`), not for reports
         conn.execute("DELETE FROM claims WHERE minute < ?", (minute_of_ms(now_ms - CLAIMS_KEPT_MS),))
         conn.execute("DELETE FROM location_claims WHERE minute < ?", (minute_of_ms(now_ms - CLAIMS_KEPT_MS),))
