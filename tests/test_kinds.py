@@ -250,6 +250,7 @@ def test_a_new_kind_needs_only_its_entry_in_the_table(
             "http_status": None,
             "cert_expires_at": None,
             "cert_days_left": None,
+            "phases": None,
         }
     ]
     assert store.incidents_for(conn, monitor)[0][2] == "echo: echo://there after 3s"
