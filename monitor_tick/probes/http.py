@@ -182,29 +182,39 @@ async def lookup(host: str, port: int, guard: AddressGuard | None) -> list[str]:
     import asyncio
 
     name = host.strip("[]")
-    addresses = _literal(name)
-    if not addresses:
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError):
-            raise Refused("dns") from None
-        addresses = list(dict.fromkeys(ipaddress.ip_address(info[4][0].partition("%")[0]) for info in infos))
-    if not addresses:
+    literal = _literal(name)
+    if literal is not None:
+        _guarded(guard, [literal])
+        return [name]
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError):
+        raise Refused("dns") from None
+    found = list(dict.fromkeys(info[4][0].partition("%")[0] for info in infos))
+    if not found:
         raise Refused("dns")
+    if guard is not None:
+        _guarded(guard, [ipaddress.ip_address(address) for address in found])
+    return found
+
+
+def _guarded(guard: AddressGuard | None, addresses: list[ipaddress.IPv4Address | ipaddress.IPv6Address]) -> None:
+    """Raises Refused with the guard's cause when any of `addresses` is blocked."""
     if guard is not None:
         try:
             guard.check(addresses)
         except BlockedAddress as exc:
             raise Refused(str(exc)) from None
-    return [str(a) for a in addresses]
 
 
-def _literal(host: str) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-    """[the address] when `host` is an IP address, else [] (a name, to look up)."""
+def _literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """The address when `host` is an IP address, else None (a name, to look up)."""
+    if ":" not in host and not host.replace(".", "").isdigit():
+        return None  # a name: not worth the two failed parses
     try:
-        return [ipaddress.ip_address(host)]
+        return ipaddress.ip_address(host)
     except ValueError:
-        return []
+        return None
 
 
 def proxy_for(proxies: dict[str, str], scheme: str, host: str) -> str:
