@@ -220,9 +220,11 @@ def _literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
 def proxy_for(proxies: dict[str, str], scheme: str, host: str) -> str:
     """The proxy a request to `host` goes through, of the environment's `proxies` as httpx read
     them (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY in either case, NO_PROXY), or "" for none."""
-    import urllib.request
+    if not proxies:
+        return ""
+    import urllib.request  # only with a proxy set: it costs a tick about 10 ms to import
 
-    if not proxies or urllib.request.proxy_bypass_environment(host, proxies):
+    if urllib.request.proxy_bypass_environment(host, proxies):
         return ""
     return proxies.get(scheme) or proxies.get("all") or ""
 

@@ -212,9 +212,14 @@ class Contexts:
         ALL_PROXY and NO_PROXY, in either case), read once a tick: reading them walks the
         whole environment."""
         if self._proxies is None:
-            import urllib.request
+            import os
 
-            self._proxies = urllib.request.getproxies_environment()
+            self._proxies = {}
+            # urllib.request costs a tick about 10 ms to import: only when a proxy may be set
+            if any(name[-6:].lower() == "_proxy" for name in os.environ):
+                import urllib.request
+
+                self._proxies = urllib.request.getproxies_environment()
         return self._proxies
 
     def curl_trust(self, setting: tuple[str | None, bool] | None) -> dict[int, object]:
