@@ -236,6 +236,73 @@ def _source_digest() -> str:
     return digest.hexdigest()
 
 
+# The base revision of `bench/run.py --base REV`: a venv of its own with REV installed as a user
+# installs it (its own dependencies), and REV's files beside it, for the templates its figures
+# need (a database of its schema, through its own bench code). Made once per commit, next to
+# INSTALLED; run.py names it to the figures' processes through this variable.
+BASE_ENV = "MONITOR_TICK_BENCH_BASE"
+
+
+def install_base(revision: str) -> str:
+    """The directory of `revision`'s install (see BASE_ENV), made on first use (about a minute)."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{revision}^{{commit}}"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    target = INSTALLED.parent / f"base-{commit[:12]}"
+    if (target / "installed").exists():
+        return str(target)
+    shutil.rmtree(target, ignore_errors=True)
+    tree = target / "tree"
+    tree.mkdir(parents=True)
+    archive = subprocess.run(["git", "archive", commit], cwd=ROOT, capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(target / "venv")], check=True)
+    python = str(target / "venv" / "bin" / "python")
+    quiet = ["--quiet", "--disable-pip-version-check"]
+    subprocess.run([python, "-m", "pip", "install", *quiet, str(tree)], check=True)
+    subprocess.run([python, "-m", "compileall", "-q", str(target / "venv")], env=CHILD_ENV, capture_output=True)
+    (target / "installed").write_text(commit + "\n")
+    return str(target)
+
+
+def base_install() -> tuple[str, Path] | None:
+    """(the name of the base revision, its install directory), or None without --base."""
+    found = os.environ.get(BASE_ENV)
+    if not found:
+        return None
+    return (Path(found) / "installed").read_text().strip()[:12], Path(found)
+
+
+# The base revision's own bench code makes a template of its own schema: REV's monitor_row and
+# db_with, run by REV's interpreter from REV's files.
+_BASE_TEMPLATE = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from common import db_with, monitor_row
+name, url, count, enabled = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1"
+print(db_with(name, [monitor_row(i, f"{url}?m={i}", enabled=enabled) for i in range(1, count + 1)]))
+"""
+
+
+def base_template(name: str, url: str, count: int, *, enabled: bool = True) -> str:
+    """A database of the base revision's schema with `count` one-minute http monitors of `url`."""
+    found = base_install()
+    assert found is not None
+    _, target = found
+    argv = [str(target / "venv" / "bin" / "python"), "-c", _BASE_TEMPLATE, str(target / "tree" / "bench"), name, url]
+    made = subprocess.run(  # in REV's tree, whose monitor_tick the working tree's would otherwise shadow
+        [*argv, str(count), "1" if enabled else "0"], capture_output=True, text=True, check=True, cwd=target / "tree"
+    )
+    return made.stdout.strip().splitlines()[-1]
+
+
+def base_argv() -> list[str]:
+    """The base revision's console script, as cron runs it."""
+    found = base_install()
+    assert found is not None
+    return [str(found[1] / "venv" / "bin" / "monitor-tick")]
+
+
 def monitor_tick_argv() -> list[str]:
     """The installed console script, as cron runs it: INSTALLED's."""
     return [str(Path(installed_python()).parent / "monitor-tick")]

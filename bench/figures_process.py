@@ -15,6 +15,9 @@ from common import (  # bench/common.py: what the figures share with bench/kuma.
     OUT,
     Figure,
     assert_all_up,
+    base_argv,
+    base_install,
+    base_template,
     db_with,
     installed_python,
     lean_server,
@@ -23,6 +26,7 @@ from common import (  # bench/common.py: what the figures share with bench/kuma.
     monitor_tick_argv,
     raw_client,
     run_child,
+    run_child_usage,
     spread,
 )
 
@@ -168,63 +172,79 @@ def timed_ticks(
     return measured
 
 
-# The floor of a small tick with httpx as its HTTP library: 10 GETs through one httpx.AsyncClient
-# and nothing else (no database, no monitor-tick), with httpx's command-line client left out as
-# the tick leaves it out (monitor_tick/__init__.py).
-_HTTPX_FLOOR = """
-import sys
-sys.modules["httpx._main"] = None
-import asyncio, httpx
-async def main(url):
-    async with httpx.AsyncClient() as client:
-        await asyncio.gather(*(client.get(f"{url}?m={i}") for i in range(10)))
-asyncio.run(main(sys.argv[1]))
-"""
+def tick_usage(
+    template: str, script: list[str] | None = None, extra_env: dict[str, str] | None = None
+) -> tuple[float, int, float]:
+    """(wall s, peak KiB, CPU s) of one fresh `monitor-tick --db COPY --minute MINUTE` process on
+    a fresh copy of `template`; `script`: another install's console script (the base's)."""
+    copy = fresh_copy(template)
+    return run_child_usage([*(script or monitor_tick_argv()), "--db", copy, "--minute", str(MINUTE)], extra_env)
 
 
 def small_tick() -> Figure:
-    """10 due HTTP monitors against nginx vs the idle tick of the same 10 monitors, paused."""
+    """10 due HTTP monitors against nginx: the CPU of the tick beside the base revision's (with
+    --base), and beside the idle tick of the same 10 monitors, paused."""
     count = 10
+    base = base_install()
     with nginx.nginx_server() as server:
         http_url = f"http://127.0.0.1:{server.port}/"
         due = db_with("small-due.db", small_tick_rows(count, http_url))
         paused = db_with("small-idle.db", small_tick_rows(count, http_url, enabled=False))
         mixed = db_with("small-tls.db", small_tick_rows(count, http_url, f"https://localhost:{server.tls_port}/"))
-        idle_runs: list[tuple[float, int]] = []
-        due_runs: list[tuple[float, int]] = []
-        tls_runs: list[tuple[float, int]] = []
-        floor_runs: list[tuple[float, int]] = []
-        for _ in range(SMALL_RUNS):  # interleaved, so that all four see the same machine
-            idle_runs += timed_ticks(paused, 1)
-            due_runs += timed_ticks(due, 1)
-            tls_runs += timed_ticks(mixed, 1, {"SSL_CERT_FILE": server.ca_file})
-            floor_runs.append(run_child([installed_python(), "-c", _HTTPX_FLOOR, http_url]))
+        base_due = base_template("base-small-due.db", http_url, count) if base else None
+        idle_runs: list[tuple[float, int, float]] = []
+        due_runs: list[tuple[float, int, float]] = []
+        tls_runs: list[tuple[float, int, float]] = []
+        base_runs: list[tuple[float, int, float]] = []
+        for _ in range(SMALL_RUNS):  # interleaved, so that all of them see the same machine
+            idle_runs.append(tick_usage(paused))
+            due_runs.append(tick_usage(due))
+            tls_runs.append(tick_usage(mixed, extra_env={"SSL_CERT_FILE": server.ca_file}))
+            if base_due is not None:
+                base_runs.append(tick_usage(base_due, base_argv()))
     for template in (due, mixed):  # the last copy of each: every check came back up
         assert_all_up(copy_of(template), count)
-    idle_s, due_s, tls_s, floor_s = (median([w for w, _ in r]) for r in (idle_runs, due_runs, tls_runs, floor_runs))
-    due_mb, tls_mb, floor_mb = (median([k for _, k in r]) / 1024 for r in (due_runs, tls_runs, floor_runs))
-    ratio, tls_ratio = due_s / idle_s, tls_s / idle_s
+    idle_ms, due_ms, tls_ms = (median([cpu for _, _, cpu in r]) * 1000 for r in (idle_runs, due_runs, tls_runs))
+    due_mb, tls_mb = (median([k for _, k, _ in r]) / 1024 for r in (due_runs, tls_runs))
+    notes = [
+        f"CPU (user + system) of `monitor-tick --db COPY --minute M` as a fresh process, medians of {SMALL_RUNS} "
+        "interleaved runs",
+        "spread (CPU ms): "
+        + ", ".join(
+            f"{name} {spread([cpu for _, _, cpu in runs], 1000)}"
+            for name, runs in (("due", due_runs), ("idle", idle_runs), ("https", tls_runs), ("base", base_runs))
+            if runs
+        ),
+        f"the idle tick (the same 10 monitors, paused): {idle_ms:.0f} ms; 10 due = {due_ms / idle_ms:.2f}x idle",
+        f"half of them https:// (local nginx, a test CA through SSL_CERT_FILE): {tls_ms:.0f} ms "
+        f"= {tls_ms / idle_ms:.2f}x idle, {tls_mb:.1f} MB",
+    ]
+    if base is None:
+        notes.append("not measured: the base revision's tick (bench/run.py --base REV 8)")
+        ratio = due_ms / idle_ms
+        return Figure(
+            8,
+            "small tick, 10 due HTTP monitors (nginx)",
+            f"{due_ms:.0f} ms CPU, {due_mb:.1f} MB",
+            f"idle tick {idle_ms:.0f} ms",
+            ratio,
+            "<= 25 MB (and <= 1.5x the base revision's CPU: --base)",
+            due_mb <= 25,
+            notes,
+        )
+    base_ms = median([cpu for _, _, cpu in base_runs]) * 1000
+    base_mb = median([k for _, k, _ in base_runs]) / 1024
+    ratio = due_ms / base_ms
+    notes.append(f"the base revision {base[0]}: {base_ms:.0f} ms CPU, {base_mb:.1f} MB")
     return Figure(
         8,
         "small tick, 10 due HTTP monitors (nginx)",
-        f"{due_s * 1000:.0f} ms, {due_mb:.1f} MB",
-        f"idle tick {idle_s * 1000:.0f} ms",
+        f"{due_ms:.0f} ms CPU, {due_mb:.1f} MB",
+        f"base revision {base_ms:.0f} ms",
         ratio,
-        "<= 2.5x, <= 25 MB; half https <= 3x",
-        ratio <= 2.5 and due_mb <= 25 and tls_ratio <= 3,
-        [
-            f"`monitor-tick --db COPY --minute M` as a fresh process, medians of {SMALL_RUNS} interleaved runs; "
-            "idle: the same 10 monitors paused",
-            "spread (ms): "
-            + ", ".join(
-                f"{name} {spread([w for w, _ in runs], 1000)}"
-                for name, runs in (("due", due_runs), ("idle", idle_runs), ("https", tls_runs), ("floor", floor_runs))
-            ),
-            f"half of them https:// (local nginx, a test CA through SSL_CERT_FILE): {tls_s * 1000:.0f} ms "
-            f"= {tls_ratio:.2f}x idle, {tls_mb:.1f} MB ({'PASS' if tls_ratio <= 3 else 'MISS'}: goal <= 3x)",
-            f"the floor, 10 GETs through one httpx.AsyncClient in a bare script: {floor_s * 1000:.0f} ms "
-            f"= {floor_s / idle_s:.2f}x idle, {floor_mb:.1f} MB",
-        ],
+        "<= 1.5x the base, <= 25 MB",
+        ratio <= 1.5 and due_mb <= 25,
+        notes,
     )
 
 
@@ -234,35 +254,56 @@ def small_tick() -> Figure:
 
 def whole_process_throughput() -> Figure:
     """3,000 due against nginx: `monitor-tick --minute` as a fresh process, start-up, selection
-    and writes included, against the raw asyncio client, alternating in one run."""
+    and writes included, against the raw asyncio client, alternating in one run. With --base,
+    also the CPU per check at 1,000 due beside the base revision's."""
     count, rounds = 3_000, 5
     raw_rates: list[float] = []
     tick_rates: list[float] = []
     peaks: list[int] = []
+    base = base_install()
+    per_check: dict[str, list[float]] = {"tick": [], "base": []}
     with nginx.nginx_server() as server:
-        template = db_with(
-            "whole.db", [monitor_row(i, f"http://127.0.0.1:{server.port}/?m={i}") for i in range(1, count + 1)]
-        )
+        url = f"http://127.0.0.1:{server.port}/"
+        template = db_with("whole.db", [monitor_row(i, f"{url}?m={i}") for i in range(1, count + 1)])
         for _ in range(rounds):
             raw_rates.append(asyncio.run(raw_client(server.port, count)))
-            ((seconds, peak_kib),) = timed_ticks(template, 1)
+            seconds, peak_kib, _ = tick_usage(template)
             tick_rates.append(count / seconds)
             peaks.append(peak_kib)
+        if base is not None:
+            thousand = db_with("thousand.db", [monitor_row(i, f"{url}?m={i}") for i in range(1, 1_001)])
+            base_thousand = base_template("base-thousand.db", url, 1_000)
+            for _ in range(rounds):  # alternating, so that both see the same machine
+                per_check["tick"].append(tick_usage(thousand)[2] / 1_000)
+                per_check["base"].append(tick_usage(base_thousand, base_argv())[2] / 1_000)
+            assert_all_up(copy_of(thousand), 1_000)
     assert_all_up(copy_of(template), count)
     raw, tick = median(raw_rates), median(tick_rates)
     ratio = tick / raw
+    passed = ratio >= 0.8
+    notes = [
+        f"`monitor-tick --db COPY --minute M` as a fresh process (start-up, selection, probes, writes), "
+        f"medians of {rounds} rounds alternating with the raw client; peak {median(peaks) / 1024:.0f} MB",
+        f"spread: tick {spread(tick_rates)}/s, raw {spread(raw_rates)}/s, "
+        f"round by round {spread([t / r for t, r in zip(tick_rates, raw_rates, strict=True)], digits=2)}x",
+    ]
+    if base is None:
+        notes.append("not measured: CPU per check at 1,000 due beside the base revision (bench/run.py --base REV 9)")
+    else:
+        ours, theirs = (median(per_check[k]) * 1000 for k in ("tick", "base"))
+        met = ours / theirs <= 0.9
+        passed = passed and met
+        notes.append(
+            f"CPU per check at 1,000 due: {ours:.3f} ms, the base revision {base[0]} {theirs:.3f} ms = "
+            f"{ours / theirs:.2f}x ({'PASS' if met else 'MISS'}: goal <= 0.9x; medians of {rounds} alternating runs)"
+        )
     return Figure(
         9,
         "whole-process throughput, 3,000 due (nginx)",
         f"{tick:,.0f} checks/s",
         f"raw asyncio {raw:,.0f}/s",
         ratio,
-        ">= 0.4x",
-        ratio >= 0.4,
-        [
-            f"`monitor-tick --db COPY --minute M` as a fresh process (start-up, selection, probes, writes), "
-            f"medians of {rounds} rounds alternating with the raw client; peak {median(peaks) / 1024:.0f} MB",
-            f"spread: tick {spread(tick_rates)}/s, raw {spread(raw_rates)}/s, "
-            f"round by round {spread([t / r for t, r in zip(tick_rates, raw_rates, strict=True)], digits=2)}x",
-        ],
+        ">= 0.8x" + ("; CPU per check at 1,000 due <= 0.9x the base" if base else ""),
+        passed,
+        notes,
     )

@@ -72,7 +72,7 @@ def goal(size: int, interval_s: int) -> float | None:
     """The ratio to reach at Kuma's default interval (None: no goal at its minimum)."""
     if interval_s != DEFAULT_INTERVAL_S:
         return None
-    return 12.0 if size >= 1_000 else 4.0
+    return {10: 5.0, 100: 10.0}.get(size, 20.0)
 
 
 def used_bytes(path: str | Path) -> dict[str, int]:

@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/run.py            # from the repository root; about 30 minutes
     .venv/bin/python bench/run.py 2 5        # only figures 2 and 5
+    .venv/bin/python bench/run.py --base REV 8 9   # and git revision REV, installed beside
 
 Everything runs on this machine: HTTP goes to a lean server (bench/server.py) or to nginx
 (bench/nginx.py) on 127.0.0.1 in its own process; databases are real SQLite files under
@@ -15,7 +16,9 @@ The figures live beside this script, by what they run: the tick in this process
 `monitor-tick` processes (figures_process.py: 3, 6, 8, 9), Uptime Kuma beside monitor-tick
 (kuma.py: 10), the curve of a tick's CPU from 10 to 300 checks (figures_curve.py: 11) and the
 HTTP engine's cost beside a bare libcurl loop (figures_engine.py: 12); what they share is
-common.py. This script runs each in a fresh interpreter.
+common.py. This script runs each in a fresh interpreter. With --base REV, figures 8 and 9 also
+measure git revision REV, installed as a user installs it (a venv of its own, with its own
+dependencies; made once per commit), side by side with the working tree.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-from common import Figure, print_figure  # bench/common.py, beside this script
+from common import BASE_ENV, Figure, install_base, print_figure  # bench/common.py, beside this script
 from figures_curve import curve
 from figures_engine import engine_cost
 from figures_process import idle, memory, small_tick, whole_process_throughput
@@ -70,6 +73,10 @@ def main(argv: Sequence[str]) -> int:
             return SKIPPED
         print_figure(figure, time.perf_counter() - started)
         return 0 if figure.passed else 3
+    if argv[:1] == ["--base"]:
+        # the figures that have a base goal measure this revision beside the working tree
+        os.environ[BASE_ENV] = install_base(argv[1])
+        argv = argv[2:]
     chosen = [int(a) for a in argv] or sorted(FIGURES)
     print(f"monitor-tick bench: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} (timings on a shared machine")
     print("vary 10-20% between runs; timed figures are medians of repeats)")
