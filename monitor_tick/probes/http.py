@@ -60,7 +60,6 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
 
     assert ctx.engine is not None and ctx.contexts is not None
     ranges = parse_expect(monitor.expect_status)
-    trust = ctx.contexts.curl_trust(request.tls_setting(monitor))
     method, url, body = monitor.method, monitor.url, request.request_body(monitor)
     headers = request.request_headers(monitor)
     if not any(name.lower() == "user-agent" for name in headers):  # --header's or the location's wins
@@ -76,7 +75,7 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
             for hop in range(MAX_REDIRECTS + 1):
                 answer = curl.Exchange()
                 hop_start = time.perf_counter()
-                sent = await _request(url, method, headers, body, ctx, trust, monitor, read_body)
+                sent = await _request(url, method, headers, body, ctx, monitor, read_body)
                 looked_up = time.perf_counter()
                 await curl.exchange(ctx.engine, sent, answer)
                 if answer.cause is not None:
@@ -117,12 +116,12 @@ async def _request(
     headers: dict[str, str],
     body: bytes | None,
     ctx: ProbeContext,
-    trust: dict[int, object],
     monitor: Monitor,
     read_body: object,
 ) -> curl.Request:
     """One hop's request: its host looked up (and checked by the tick's guard) and pinned, its
-    proxy (from the environment) looked up and pinned. Raises Refused."""
+    proxy (from the environment) looked up and pinned, and for https its trust (the CA bundle:
+    a tick of plain HTTP checks never reads one). Raises Refused."""
     from monitor_tick.probes import curl
 
     parts = urlsplit(url)
@@ -158,7 +157,7 @@ async def _request(
         body,
         pinned=pinned,
         proxy=proxy,
-        trust=trust,
+        trust=ctx.contexts.curl_trust(request.tls_setting(monitor)) if scheme == "https" else {},
         keep=keep,
         read_body=read_body,
         certinfo=monitor.expires_within_sec is not None,
