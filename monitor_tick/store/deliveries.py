@@ -46,10 +46,10 @@ def record_event(conn: Connection, incident_id: int, monitor: int, kind: str, at
     )
 
 
-# The DOWN event of a monitor's open outage.
+# The DOWN events of a monitor's outages (a held one is of its newest).
 _OUTAGE_DOWN = """
 SELECT e.id FROM incident_events e JOIN incidents i ON i.id = e.incident_id
- WHERE i.monitor_id = ? AND i.resolved_at_ms IS NULL AND i.kind = 'down' AND e.kind = 'down'
+ WHERE i.monitor_id = ? AND i.kind = 'down' AND e.kind = 'down'
 """
 
 
@@ -59,13 +59,14 @@ def hold_down_alert(conn: Connection, monitor: int, until_ms: int) -> None:
     places of the minute as it closes (release_down_alert)."""
     conn.execute(
         "UPDATE deliveries SET next_attempt_at_ms = ? WHERE state = 'pending' AND attempts = 0 "
-        f"AND event_id IN ({_OUTAGE_DOWN})",
+        f"AND event_id IN ({_OUTAGE_DOWN} AND i.resolved_at_ms IS NULL)",
         (until_ms, monitor),
     )
 
 
 def release_down_alert(conn: Connection, monitor: int, at_ms: int) -> None:
-    """Make the held DOWN of `monitor`'s open outage due from `at_ms`: its minute has closed."""
+    """Make a held DOWN of `monitor` due from `at_ms`: its minute has closed, or its outage
+    ended (the DOWN goes out first, then its UP: a channel hears of its events in order)."""
     conn.execute(
         "UPDATE deliveries SET next_attempt_at_ms = ? WHERE state = 'pending' AND attempts = 0 "
         f"AND next_attempt_at_ms > ? AND event_id IN ({_OUTAGE_DOWN})",

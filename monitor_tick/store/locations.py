@@ -323,8 +323,10 @@ def _decide(
         # on it, and it is when the checks were made.
         stamp_ms = minute_start_ms(minute)
         if not _newer_decided(conn, monitor, minute):
-            told = len(changes[2])
+            told, ended = len(changes[2]), len(changes[1])
             _step(conn, monitor, decision, quorum.status_of(checks), settings, notify_partial, stamp_ms, changes)
+            if len(changes[1]) > ended:
+                release_down_alert(conn, monitor, stamp_ms)
             if not closed and len(changes[2]) > told:
                 # The outage counts from now, but its DOWN waits for the minute to close (when
                 # every live place has written: seconds; at most CLOSE_AFTER_MS), so that it

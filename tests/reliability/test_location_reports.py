@@ -369,3 +369,25 @@ def test_a_down_held_for_a_place_whose_hosts_died_goes_out_with_the_next_minute_
         assert receiver.titles() == ["DOWN: site"]
         message = receiver.messages[0]["message"]
         assert "down from a (status 503), b (status 503); seen from 2 of 3 locations; c did not check it" in message
+
+
+def test_an_outage_that_ends_before_its_first_minute_closes_sends_its_down_then_its_up(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("a-1", "b-1", "c-1"))
+    answer = {"status": 503}
+
+    async def handler(reader: object, writer: object, path: str, method: str) -> None:
+        await send_response(writer, answer["status"])  # type: ignore[arg-type]
+
+    local_server.route("/flaky", handler)
+    add(url, local_server.url("/flaky"), "site", "--locations", "a,b,c", "--alert-after", "1")
+    with JsonReceiver() as receiver:
+        ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
+        for name in ("a-1", "b-1"):  # down; c still expected, its minute open
+            ticked(url, name, MINUTE)
+        assert receiver.titles() == []
+        answer["status"] = 200
+        for name in ("a-1", "b-1", "c-1"):  # up from everyone: the outage ends
+            ticked(url, name, MINUTE + 1)
+        assert receiver.titles() == ["DOWN: site", "UP: site"]
