@@ -65,12 +65,14 @@ def hold_down_alert(conn: Connection, monitor: int, until_ms: int) -> None:
 
 
 def release_down_alert(conn: Connection, monitor: int, at_ms: int) -> None:
-    """Make a held DOWN of `monitor` due from `at_ms`: its minute has closed, or its outage
-    ended (the DOWN goes out first, then its UP: a channel hears of its events in order)."""
+    """Make a held DOWN of `monitor` decided at or before `at_ms` (a minute's start) due from
+    `at_ms`: its minute, or a later one, has closed, or its outage ended (the DOWN goes out
+    first, then its UP: a channel hears of its events in order). A DOWN decided later, of a
+    newer outage or a later minute, stays held for its own minute."""
     conn.execute(
         "UPDATE deliveries SET next_attempt_at_ms = ? WHERE state = 'pending' AND attempts = 0 "
-        f"AND next_attempt_at_ms > ? AND event_id IN ({_OUTAGE_DOWN})",
-        (at_ms, at_ms, monitor),
+        f"AND next_attempt_at_ms > ? AND event_id IN ({_OUTAGE_DOWN} AND e.created_at_ms <= ?)",
+        (at_ms, at_ms, monitor, at_ms),
     )
 
 

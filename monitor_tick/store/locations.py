@@ -292,6 +292,7 @@ def _decide(
     settings = AlertSettings(row[3], row[4], row[5])
     if stored is None:  # its locations were removed meanwhile: nothing left to decide
         conn.execute("UPDATE quorum_minutes SET closed = 1 WHERE monitor_id = ? AND minute = ?", (monitor, minute))
+        release_down_alert(conn, monitor, minute_start_ms(minute))
         return
     names = quorum.names_of(stored, ticked_locations(conn, server_now_ms))
     checks = {
@@ -330,8 +331,10 @@ def _decide(
             if not closed and len(changes[2]) > told:
                 # The outage counts from now, but its DOWN waits for the minute to close (when
                 # every live place has written: seconds; at most CLOSE_AFTER_MS), so that it
-                # names the places that saw it rather than 'did not check it'.
-                hold_down_alert(conn, monitor, min(int(state[2]) + CLOSE_AFTER_MS, minute_start_ms(minute + 3)))
+                # names the places that saw it rather than 'did not check it'. The server's clock
+                # says when the minute closes; a delivery is due by the sending host's.
+                closes_in_ms = int(state[2]) + CLOSE_AFTER_MS - server_now_ms
+                hold_down_alert(conn, monitor, min(at_ms + closes_in_ms, minute_start_ms(minute + 3)))
     elif state[0] == quorum.DOWN and decision.verdict == quorum.DOWN and not _newer_decided(conn, monitor, minute):
         # a place that wrote after its minute reached the quorum: the open outage names the
         # places, and gives the status, of the minute as it now stands

@@ -391,3 +391,51 @@ def test_an_outage_that_ends_before_its_first_minute_closes_sends_its_down_then_
         for name in ("a-1", "b-1", "c-1"):  # up from everyone: the outage ends
             ticked(url, name, MINUTE + 1)
         assert receiver.titles() == ["DOWN: site", "UP: site"]
+
+
+def test_a_held_down_goes_out_when_its_minute_would_close_though_no_tick_closes_it(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    """The hold runs out 2 minutes after the minute's first write, by the sending host's clock
+    (these hosts' clocks stand days behind the server's): any host's tick then sends it."""
+    url = fleet(pg_server, ("a-1", "b-1", "c-1", "d-1"))
+    add(url, local_server.url("/status/503"), "site", "--locations", "a,b,c", "--alert-after", "1")
+    with JsonReceiver() as receiver:
+        ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
+        for name in ("a-1", "b-1"):  # c's host never writes this minute
+            ticked(url, name, MINUTE)
+        ticked(url, "d-1", MINUTE + 1)  # d checks none of it; the hold has not run out
+        assert receiver.titles() == []
+        ticked(url, "d-1", MINUTE + 2, skew_s=30)
+        assert receiver.titles() == ["DOWN: site"]
+        assert "c did not check it" in receiver.messages[0]["message"]
+
+
+def test_an_old_minute_that_closes_late_leaves_a_newer_outages_down_held(
+    pg_server: Server, local_server: LocalServer
+) -> None:
+    url = fleet(pg_server, ("a-1", "b-1", "c-1", "d-1"))
+    answer = {"status": 503}
+
+    async def handler(reader: object, writer: object, path: str, method: str) -> None:
+        await send_response(writer, answer["status"])  # type: ignore[arg-type]
+
+    local_server.route("/flaky", handler)
+    add(url, local_server.url("/flaky"), "site", "--locations", "a,b,c", "--alert-after", "1")
+    with JsonReceiver() as receiver:
+        ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
+        for name in ("a-1", "b-1"):  # c never writes this minute: it stays open
+            ticked(url, name, MINUTE)
+        answer["status"] = 200
+        for name in ("a-1", "b-1", "c-1"):
+            ticked(url, name, MINUTE + 1)
+        assert receiver.titles() == ["DOWN: site", "UP: site"]
+        answer["status"] = 503
+        for name in ("a-1", "b-1"):  # a second outage; c writes its minute later
+            ticked(url, name, MINUTE + 2)
+        ticked(url, "d-1", MINUTE + 3)  # closes the first outage's minute, 3 minutes on
+        assert receiver.titles() == ["DOWN: site", "UP: site"]
+        ticked(url, "c-1", MINUTE + 2)
+        assert receiver.titles() == ["DOWN: site", "UP: site", "DOWN: site"]
+        message = receiver.messages[2]["message"]
+        assert "down from a (status 503), b (status 503), c (status 503)" in message, message
