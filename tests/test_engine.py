@@ -387,3 +387,12 @@ def test_a_non_ascii_host_is_sent_in_idna_2008(monkeypatch: pytest.MonkeyPatch) 
         proxy.close()
     assert result.status == "up"
     assert [target for _, target in proxy.carried] == ["http://xn--strae-oqa.example.test/page"]
+
+
+def test_the_engines_own_copies_of_curls_constants_are_pycurls() -> None:
+    import pycurl
+
+    assert (curl.POLL_IN, curl.POLL_OUT, curl.POLL_REMOVE) == (pycurl.POLL_IN, pycurl.POLL_OUT, pycurl.POLL_REMOVE)
+    assert curl.POLL_IN | curl.POLL_OUT == pycurl.POLL_INOUT
+    assert (curl.CSELECT_IN, curl.CSELECT_OUT) == (pycurl.CSELECT_IN, pycurl.CSELECT_OUT)
+    assert (curl.SOCKET_TIMEOUT, curl.CALL_MULTI_PERFORM) == (pycurl.SOCKET_TIMEOUT, pycurl.E_CALL_MULTI_PERFORM)

@@ -28,6 +28,13 @@ if TYPE_CHECKING:
 FORCE_EVERY_S = 1.0  # how often curl is asked for events it may have forgotten to report
 SPARE_S = 1.0  # curl's own timeout is the check's deadline and this much more
 
+# libcurl's constants that the loop's callbacks use, as curl/multi.h fixes them (pycurl exports
+# the same values): written here so that no callback has to look pycurl up, thousands of times a tick
+POLL_IN, POLL_OUT, POLL_REMOVE = 1, 2, 4  # CURL_POLL_*: what to watch an fd for (3: both)
+CSELECT_IN, CSELECT_OUT = 1, 2  # CURL_CSELECT_*: what happened on it
+SOCKET_TIMEOUT = -1  # CURL_SOCKET_TIMEOUT: no fd, curl's own wake-up
+CALL_MULTI_PERFORM = -1  # CURLM_CALL_MULTI_PERFORM: call again at once
+
 
 class Engine:
     """One CurlMulti on the running loop: `perform` runs a handle to its end. Close it when the
@@ -89,26 +96,22 @@ class Engine:
     # curl's callbacks: never call back into curl from inside them
 
     def _on_socket(self, event: int, fd: int, multi: object, data: object) -> None:
-        import pycurl
-
         assert self._loop is not None
         self._unwatch(fd)
-        if event == pycurl.POLL_REMOVE:
+        if event == POLL_REMOVE:
             return
-        if event in (pycurl.POLL_IN, pycurl.POLL_INOUT):
-            self._loop.add_reader(fd, self._on_event, fd, pycurl.CSELECT_IN)
-        if event in (pycurl.POLL_OUT, pycurl.POLL_INOUT):
-            self._loop.add_writer(fd, self._on_event, fd, pycurl.CSELECT_OUT)
+        if event & POLL_IN:
+            self._loop.add_reader(fd, self._act, fd, CSELECT_IN)
+        if event & POLL_OUT:
+            self._loop.add_writer(fd, self._act, fd, CSELECT_OUT)
         self._watched[fd] = event
 
     def _unwatch(self, fd: int) -> None:
-        import pycurl
-
         assert self._loop is not None
-        event = self._watched.pop(fd, None)
-        if event in (pycurl.POLL_IN, pycurl.POLL_INOUT):
+        event = self._watched.pop(fd, 0)
+        if event & POLL_IN:
             self._loop.remove_reader(fd)
-        if event in (pycurl.POLL_OUT, pycurl.POLL_INOUT):
+        if event & POLL_OUT:
             self._loop.remove_writer(fd)
 
     def _on_timer(self, timeout_ms: int) -> None:
@@ -122,35 +125,26 @@ class Engine:
         if timeout_ms >= 0:
             self._timer = self._loop.call_at(when, self._on_timeout)
 
-    # the loop's callbacks
-
-    def _on_event(self, fd: int, what: int) -> None:
-        self._act(fd, what)
+    # the loop's callbacks (and _act, for an event on an fd)
 
     def _on_timeout(self) -> None:
-        import pycurl
-
         self._timer = None
-        self._act(pycurl.SOCKET_TIMEOUT, 0)
+        self._act(SOCKET_TIMEOUT, 0)
 
     def _on_force(self) -> None:
         self._force = None
         if self._multi is None or not self._waiting:
             return
-        import pycurl
-
-        while self._multi.socket_all()[0] == pycurl.E_CALL_MULTI_PERFORM:
+        while self._multi.socket_all()[0] == CALL_MULTI_PERFORM:
             pass
         self._finish()
         if self._waiting and self._loop is not None:
             self._force = self._loop.call_later(FORCE_EVERY_S, self._on_force)
 
     def _act(self, fd: int, what: int) -> None:
-        import pycurl
-
         if self._multi is None:
             return
-        while self._multi.socket_action(fd, what)[0] == pycurl.E_CALL_MULTI_PERFORM:
+        while self._multi.socket_action(fd, what)[0] == CALL_MULTI_PERFORM:
             pass
         self._finish()
 
