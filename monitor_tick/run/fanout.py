@@ -189,26 +189,39 @@ class Pool:
         return batch
 
     async def _worker(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             batch, index = await self._queue.get()
             self.changed.set()
             await self._in_flight.acquire()
-            task = asyncio.ensure_future(self._probe(batch, index))
-            self._probes.add(task)
-            task.add_done_callback(self._probes.discard)
+            released: asyncio.Future[None] = loop.create_future()
+            self._probes.add(loop.create_task(self._probe(batch, index, released)))
             # a hanging host would otherwise keep healthy monitors queued behind it until the
             # budget cuts them off; waiting on it costs a socket, not a slot
-            await _ended_or_held(task, self._slot_hold_s)
+            held = loop.call_later(self._slot_hold_s, _release, released) if self._slot_hold_s is not None else None
+            try:
+                await released
+            finally:
+                if held is not None:
+                    held.cancel()
             batch._release_one()
             self.changed.set()
 
-    async def _probe(self, batch: Batch, index: int) -> None:
+    async def _probe(self, batch: Batch, index: int, released: asyncio.Future[None]) -> None:
+        """The monitor's check, its result in `batch`; a bug in a probe is that monitor's failed
+        check. At its end it gives its worker back (`released`), if its hold had not already."""
         try:
-            result = await _probe_one(batch.monitors[index], self._ctx, self._retry_delay_s)
+            monitor = batch.monitors[index]
+            try:
+                result = await probe_with_retries(monitor, self._ctx, self._retry_delay_s)
+            except Exception as exc:
+                result = failed_inside(monitor, exc)
             if not batch._results[index].done():
                 batch._results[index].set_result(result)
         finally:
             self._in_flight.release()
+            self._probes.discard(asyncio.current_task())  # type: ignore[arg-type]
+            _release(released)
 
     async def close(self) -> None:
         """Cancel every worker and probe; results not in by now are CUT_OFF."""
@@ -222,32 +235,10 @@ class Pool:
             batch.released.set()
 
 
-async def _ended_or_held(task: asyncio.Future[None], hold_s: float | None) -> None:
-    """Return when `task` ends or has run `hold_s` (None: at its end): asyncio.wait's work for
-    one task, without the sets and wrappers it makes for many, once a check."""
-    loop = asyncio.get_running_loop()
-    released = loop.create_future()
-
-    def release(_: object = None) -> None:
-        if not released.done():
-            released.set_result(None)
-
-    task.add_done_callback(release)
-    timer = loop.call_later(hold_s, release) if hold_s is not None else None
-    try:
-        await released
-    finally:
-        task.remove_done_callback(release)
-        if timer is not None:
-            timer.cancel()
-
-
-async def _probe_one(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
-    """The monitor's check; a bug in a probe is that monitor's failed check."""
-    try:
-        return await probe_with_retries(monitor, ctx, retry_delay_s)
-    except Exception as exc:
-        return failed_inside(monitor, exc)
+def _release(released: asyncio.Future[None]) -> None:
+    """Give a probe's worker back: at the probe's end, or when it has held its slot long enough."""
+    if not released.done():
+        released.set_result(None)
 
 
 def failed_inside(monitor: Monitor, exc: BaseException) -> ProbeResult:
