@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator
 import pytest
 
 from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
+from monitor_tick.probes import curl
 from monitor_tick.run import tick as run_tick_module
 from monitor_tick.run.rounds import TickOptions
 from monitor_tick.run.tick import run_tick
