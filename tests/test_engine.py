@@ -11,6 +11,7 @@ import sqlite3
 import ssl
 import sys
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Iterator
 
 import pytest
@@ -296,6 +297,53 @@ def test_a_gzip_bomb_is_read_no_further_than_the_keywords_mebibyte(db_path: str,
     assert local_server.hits == {"/bomb": 1}
 
 
+def test_the_engines_names_for_libcurls_values_are_pycurls() -> None:
+    import pycurl
+
+    assert (curl.POLL_IN, curl.POLL_OUT, curl.POLL_INOUT, curl.POLL_REMOVE) == (
+        pycurl.POLL_IN,
+        pycurl.POLL_OUT,
+        pycurl.POLL_INOUT,
+        pycurl.POLL_REMOVE,
+    )
+    assert (curl.CSELECT_IN, curl.CSELECT_OUT) == (pycurl.CSELECT_IN, pycurl.CSELECT_OUT)
+    assert (curl.SOCKET_TIMEOUT, curl.CALL_MULTI_PERFORM) == (pycurl.SOCKET_TIMEOUT, pycurl.E_CALL_MULTI_PERFORM)
+
+
+def test_a_finished_exchange_is_freed_without_the_garbage_collector(server: LocalServer) -> None:
+    """Its handle, body reader and Exchange hold no cycle: a tick's thousands of them are freed
+    as each check ends, not by the collector's passes."""
+
+    async def one() -> weakref.ref[object]:
+        engine = curl.Engine()
+        try:
+            answer = curl.Exchange()
+            sent = curl.Request(
+                server.url("/ok"),
+                "GET",
+                [],
+                None,
+                pinned=[],
+                proxy="",
+                trust={},
+                keep=100,
+                read_body=lambda status, location: True,
+                timeout_s=5,
+            )
+            await curl.exchange(engine, sent, answer)
+            assert (answer.code, answer.status, bytes(answer.body)) == (0, 200, b"ok")
+            return weakref.ref(answer.handle)
+        finally:
+            engine.close()
+
+    gc.disable()
+    try:
+        freed = asyncio.run(one())
+        assert freed() is None
+    finally:
+        gc.enable()
+
+
 def phases(*monitors: Monitor, verify: object = True) -> list[CheckResult]:
     options = TickOptions("unused.db", verify=verify, retry_delay_s=0)
     return run_tick_module._probe(list(monitors), options, 0, {})
@@ -388,12 +436,3 @@ def test_a_non_ascii_host_is_sent_in_idna_2008(monkeypatch: pytest.MonkeyPatch) 
         proxy.close()
     assert result.status == "up"
     assert [target for _, target in proxy.carried] == ["http://xn--strae-oqa.example.test/page"]
-
-
-def test_the_engines_own_copies_of_curls_constants_are_pycurls() -> None:
-    import pycurl
-
-    assert (curl.POLL_IN, curl.POLL_OUT, curl.POLL_REMOVE) == (pycurl.POLL_IN, pycurl.POLL_OUT, pycurl.POLL_REMOVE)
-    assert curl.POLL_IN | curl.POLL_OUT == pycurl.POLL_INOUT
-    assert (curl.CSELECT_IN, curl.CSELECT_OUT) == (pycurl.CSELECT_IN, pycurl.CSELECT_OUT)
-    assert (curl.SOCKET_TIMEOUT, curl.CALL_MULTI_PERFORM) == (pycurl.SOCKET_TIMEOUT, pycurl.E_CALL_MULTI_PERFORM)

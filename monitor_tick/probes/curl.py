@@ -28,11 +28,11 @@ if TYPE_CHECKING:
 FORCE_EVERY_S = 1.0  # how often curl is asked for events it may have forgotten to report
 SPARE_S = 1.0  # curl's own timeout is the check's deadline and this much more
 
-# libcurl's constants that the loop's callbacks use, as curl/multi.h fixes them (pycurl exports
-# the same values): written here so that no callback has to look pycurl up, thousands of times a tick
-POLL_IN, POLL_OUT, POLL_REMOVE = 1, 2, 4  # CURL_POLL_*: what to watch an fd for (3: both)
-CSELECT_IN, CSELECT_OUT = 1, 2  # CURL_CSELECT_*: what happened on it
-SOCKET_TIMEOUT = -1  # CURL_SOCKET_TIMEOUT: no fd, curl's own wake-up
+# libcurl's multi-interface values (curl/multi.h, part of its ABI; tests compare them with
+# pycurl's), named here so that the loop's callbacks, run several times a check, import nothing
+POLL_IN, POLL_OUT, POLL_INOUT, POLL_REMOVE = 1, 2, 3, 4  # CURL_POLL_*: what to watch a socket for
+CSELECT_IN, CSELECT_OUT = 1, 2  # CURL_CSELECT_*: what a socket is ready for
+SOCKET_TIMEOUT = -1  # CURL_SOCKET_TIMEOUT: socket_action's "no socket: curl's timer expired"
 CALL_MULTI_PERFORM = -1  # CURLM_CALL_MULTI_PERFORM: call again at once
 
 
@@ -47,6 +47,9 @@ class Engine:
         self._timer: asyncio.TimerHandle | None = None
         self._force: asyncio.TimerHandle | None = None
         self._waiting: dict[pycurl.Curl, asyncio.Future[int]] = {}
+        # transfers curl ran after its last call, plus those added since: a call that leaves
+        # fewer ended one, and only then are its messages read (info_read)
+        self._running = 0
 
     def _start(self) -> pycurl.CurlMulti:
         import asyncio
@@ -68,6 +71,7 @@ class Engine:
         future: asyncio.Future[int] = self._loop.create_future()
         self._waiting[handle] = future
         multi.add_handle(handle)
+        self._running += 1
         if self._force is None:
             self._force = self._loop.call_later(FORCE_EVERY_S, self._on_force)
         try:
@@ -75,6 +79,7 @@ class Engine:
         finally:
             if self._waiting.pop(handle, None) is not None:  # cancelled: not finished by curl
                 multi.remove_handle(handle)
+                self._running -= 1
 
     def close(self) -> None:
         """Take every handle out, stop watching, and close the multi (it has no lookup to wait for)."""
@@ -84,6 +89,7 @@ class Engine:
             self._multi.remove_handle(handle)
             future.cancel()
         self._waiting.clear()
+        self._running = 0
         for fd in list(self._watched):
             self._unwatch(fd)
         for timer in (self._timer, self._force):
@@ -96,36 +102,38 @@ class Engine:
     # curl's callbacks: never call back into curl from inside them
 
     def _on_socket(self, event: int, fd: int, multi: object, data: object) -> None:
-        assert self._loop is not None
+        loop = self._loop
+        assert loop is not None
         self._unwatch(fd)
         if event == POLL_REMOVE:
             return
         if event & POLL_IN:
-            self._loop.add_reader(fd, self._act, fd, CSELECT_IN)
+            loop.add_reader(fd, self._act, fd, CSELECT_IN)
         if event & POLL_OUT:
-            self._loop.add_writer(fd, self._act, fd, CSELECT_OUT)
+            loop.add_writer(fd, self._act, fd, CSELECT_OUT)
         self._watched[fd] = event
 
     def _unwatch(self, fd: int) -> None:
-        assert self._loop is not None
         event = self._watched.pop(fd, 0)
-        if event & POLL_IN:
-            self._loop.remove_reader(fd)
-        if event & POLL_OUT:
-            self._loop.remove_writer(fd)
+        if event and self._loop is not None:
+            if event & POLL_IN:
+                self._loop.remove_reader(fd)
+            if event & POLL_OUT:
+                self._loop.remove_writer(fd)
 
     def _on_timer(self, timeout_ms: int) -> None:
-        assert self._loop is not None
-        when = self._loop.time() + timeout_ms / 1000
+        loop = self._loop
+        assert loop is not None
+        when = loop.time() + timeout_ms / 1000
         if self._timer is not None:
             if timeout_ms >= 0 and abs(self._timer.when() - when) < 0.001:
                 return  # the wake-up curl asks for is the one set (it asks again on most events)
             self._timer.cancel()
             self._timer = None
         if timeout_ms >= 0:
-            self._timer = self._loop.call_at(when, self._on_timeout)
+            self._timer = loop.call_at(when, self._on_timeout)
 
-    # the loop's callbacks (and _act, for an event on an fd)
+    # the loop's callbacks
 
     def _on_timeout(self) -> None:
         self._timer = None
@@ -135,29 +143,38 @@ class Engine:
         self._force = None
         if self._multi is None or not self._waiting:
             return
-        while self._multi.socket_all()[0] == CALL_MULTI_PERFORM:
-            pass
-        self._finish()
+        while True:
+            code, running = self._multi.socket_all()
+            if code != CALL_MULTI_PERFORM:
+                break
+        self._finish(running, drain=True)  # and any message a miscount would have left
         if self._waiting and self._loop is not None:
             self._force = self._loop.call_later(FORCE_EVERY_S, self._on_force)
 
     def _act(self, fd: int, what: int) -> None:
-        if self._multi is None:
+        """Hand curl an event: `fd` is ready for `what` (CSELECT_*), or its timer expired."""
+        multi = self._multi
+        if multi is None:
             return
-        while self._multi.socket_action(fd, what)[0] == CALL_MULTI_PERFORM:
-            pass
-        self._finish()
-
-    def _finish(self) -> None:
-        assert self._multi is not None
         while True:
+            code, running = multi.socket_action(fd, what)
+            if code != CALL_MULTI_PERFORM:
+                break
+        self._finish(running)
+
+    def _finish(self, running: int, *, drain: bool = False) -> None:
+        """Resolve the checks of the transfers that ended, when curl now runs fewer (`running`)
+        than it did (or always: `drain`)."""
+        assert self._multi is not None
+        ended = drain or running < self._running
+        self._running = running
+        while ended:
             queued, done, failed = self._multi.info_read()
             for handle in done:
                 self._done(handle, 0)
             for handle, code, _message in failed:  # the code only: never a cause from curl's text
                 self._done(handle, code)
-            if queued == 0:
-                break
+            ended = queued > 0
 
     def _done(self, handle: pycurl.Curl, code: int) -> None:
         assert self._multi is not None
@@ -407,7 +424,14 @@ async def exchange(engine: Engine, request: Request, result: Exchange) -> Exchan
 
     handle, sink = handle_for(request, result)
     result.handle = handle
-    code = await engine.perform(handle)
+    try:
+        code = await engine.perform(handle)
+    finally:
+        # the handle holds the sink's methods, the sink this Exchange, and the Exchange the
+        # handle: parted once curl is done with it, all three are freed with the check, never
+        # left to the garbage collector (whose passes over thousands of them cost a tick's time)
+        for callback in (pycurl.WRITEFUNCTION, pycurl.HEADERFUNCTION, pycurl.DEBUGFUNCTION):
+            handle.unsetopt(callback)
     if code == pycurl.E_WRITE_ERROR and sink.stopped:  # we stopped reading: not a failure
         code = 0
     result.code = code
