@@ -13,7 +13,7 @@ from monitor_tick.cli import deferred
 from monitor_tick.cli.common import (
     DbOption,
     JsonOption,
-    connect,
+    change,
     db_path,
     duration_s,
     fail,
@@ -266,11 +266,5 @@ def forget(
     does for 7 days after its last tick, and counts in each such monitor's quorum until a minute
     closes). Refused while a monitor names it, or a host of it ticked in the last 10 minutes.
     Example: monitor-tick locations forget d"""
-    conn = connect(db_path(ctx, db))
-    try:
-        removed = store.places.forget_location(conn, name, clock.now_ms())
-    except store.StoreError as exc:
-        fail(str(exc))
-    finally:
-        conn.close()
+    removed = change(ctx, db, lambda conn: store.places.forget_location(conn, name, clock.now_ms()))
     typer.echo(f"forgot location {name} ({removed} host{'' if removed == 1 else 's'})")
