@@ -67,6 +67,17 @@ def by_location(server: LocalServer) -> None:
     server.route("/place/", handler)
 
 
+def switchable(server: LocalServer) -> dict[str, int]:
+    """/flaky answers with the status the returned dict holds (503 until a test changes it)."""
+    answer = {"status": 503}
+
+    async def handler(reader: object, writer: object, path: str, method: str) -> None:
+        await send_response(writer, answer["status"])  # type: ignore[arg-type]
+
+    server.route("/flaky", handler)
+    return answer
+
+
 def test_an_alert_of_a_monitor_with_locations_gives_the_status_its_places_got(
     pg_server: Server, local_server: LocalServer
 ) -> None:
@@ -375,12 +386,7 @@ def test_an_outage_that_ends_before_its_first_minute_closes_sends_its_down_then_
     pg_server: Server, local_server: LocalServer
 ) -> None:
     url = fleet(pg_server, ("a-1", "b-1", "c-1"))
-    answer = {"status": 503}
-
-    async def handler(reader: object, writer: object, path: str, method: str) -> None:
-        await send_response(writer, answer["status"])  # type: ignore[arg-type]
-
-    local_server.route("/flaky", handler)
+    answer = switchable(local_server)
     add(url, local_server.url("/flaky"), "site", "--locations", "a,b,c", "--alert-after", "1")
     with JsonReceiver() as receiver:
         ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
@@ -415,12 +421,7 @@ def test_an_old_minute_that_closes_late_leaves_a_newer_outages_down_held(
     pg_server: Server, local_server: LocalServer
 ) -> None:
     url = fleet(pg_server, ("a-1", "b-1", "c-1", "d-1"))
-    answer = {"status": 503}
-
-    async def handler(reader: object, writer: object, path: str, method: str) -> None:
-        await send_response(writer, answer["status"])  # type: ignore[arg-type]
-
-    local_server.route("/flaky", handler)
+    answer = switchable(local_server)
     add(url, local_server.url("/flaky"), "site", "--locations", "a,b,c", "--alert-after", "1")
     with JsonReceiver() as receiver:
         ok(url, MINUTE - 1, "notify", "add", receiver.apprise_url())
