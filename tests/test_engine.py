@@ -308,6 +308,11 @@ def test_the_engines_names_for_libcurls_values_are_pycurls() -> None:
     )
     assert (curl.CSELECT_IN, curl.CSELECT_OUT) == (pycurl.CSELECT_IN, pycurl.CSELECT_OUT)
     assert (curl.SOCKET_TIMEOUT, curl.CALL_MULTI_PERFORM) == (pycurl.SOCKET_TIMEOUT, pycurl.E_CALL_MULTI_PERFORM)
+    assert (curl.CONNECT_TIME, curl.APPCONNECT_TIME, curl.STARTTRANSFER_TIME) == (
+        pycurl.CONNECT_TIME,
+        pycurl.APPCONNECT_TIME,
+        pycurl.STARTTRANSFER_TIME,
+    )
 
 
 def test_a_finished_exchange_is_freed_without_the_garbage_collector(server: LocalServer) -> None:

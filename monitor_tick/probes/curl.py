@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from monitor_tick.core.model import Phases
 
 FORCE_EVERY_S = 1.0  # how often curl is asked for events it may have forgotten to report
-SPARE_S = 1.0  # curl's own timeout is the check's deadline and this much more
 
 # libcurl's multi-interface values (curl/multi.h, part of its ABI; tests compare them with
 # pycurl's), named here so that the loop's callbacks, run several times a check, import nothing
@@ -34,6 +33,9 @@ POLL_IN, POLL_OUT, POLL_INOUT, POLL_REMOVE = 1, 2, 3, 4  # CURL_POLL_*: what to 
 CSELECT_IN, CSELECT_OUT = 1, 2  # CURL_CSELECT_*: what a socket is ready for
 SOCKET_TIMEOUT = -1  # CURL_SOCKET_TIMEOUT: socket_action's "no socket: curl's timer expired"
 CALL_MULTI_PERFORM = -1  # CURLM_CALL_MULTI_PERFORM: call again at once
+# CURLINFO_CONNECT_TIME, _APPCONNECT_TIME, _STARTTRANSFER_TIME (curl/curl.h: CURLINFO_DOUBLE + 5,
+# + 33, + 17), as the loop's values above: named here, not looked up in pycurl on every check
+CONNECT_TIME, APPCONNECT_TIME, STARTTRANSFER_TIME = 0x300005, 0x300021, 0x300011
 
 
 class Engine:
@@ -188,16 +190,16 @@ def phases_ms(handle: pycurl.Curl, looked_up_ms: float, total_ms: int) -> Phases
     """The phases of a finished handle's check, each in ms from the check's start: our lookup
     ended at `looked_up_ms`, and curl's times count from there (its transfer began after it);
     `total_ms` is the check's latency, which none of them exceeds."""
-    import pycurl
-
     from monitor_tick.core.model import Phases
 
-    def at(info: int) -> int:
-        return min(round(looked_up_ms + handle.getinfo(info) * 1000), total_ms)
-
-    tls = at(pycurl.APPCONNECT_TIME) if handle.getinfo(pycurl.APPCONNECT_TIME) else None
+    info = handle.getinfo
+    connect_s, tls_s, first_byte_s = info(CONNECT_TIME), info(APPCONNECT_TIME), info(STARTTRANSFER_TIME)
     return Phases(
-        min(round(looked_up_ms), total_ms), at(pycurl.CONNECT_TIME), tls, at(pycurl.STARTTRANSFER_TIME), total_ms
+        min(round(looked_up_ms), total_ms),
+        min(round(looked_up_ms + connect_s * 1000), total_ms),
+        min(round(looked_up_ms + tls_s * 1000), total_ms) if tls_s else None,
+        min(round(looked_up_ms + first_byte_s * 1000), total_ms),
+        total_ms,
     )
 
 
@@ -259,6 +261,7 @@ class Request:
     trust      curl options for TLS (request.curl_trust_options)
     keep       how many decoded body bytes to keep (0: none, and the body is not decoded)
     read_body  (status, whether it has a Location) -> whether the body is read at all
+    timeout_s  the transfer's timeout (curl's code 28): what is left of the check's deadline
     """
 
     __slots__ = (
@@ -368,6 +371,8 @@ class _Sink:
 def handle_for(request: Request, exchange: Exchange) -> tuple[pycurl.Curl, _Sink]:
     """A curl handle for `request`, sharing nothing with any other: a fresh connection closed
     after use, no DNS cache, no TLS session reuse; names pinned to our lookup's addresses."""
+    import math
+
     import pycurl
 
     c = pycurl.Curl()
@@ -380,8 +385,8 @@ def handle_for(request: Request, exchange: Exchange) -> tuple[pycurl.Curl, _Sink
     c.setopt(pycurl.SSL_SESSIONID_CACHE, 0)
     c.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
     c.setopt(pycurl.HTTP_VERSION, _HTTP_VERSION_1_1)
-    # the check's deadline is asyncio's (http.py); curl's own only stops a transfer left behind
-    c.setopt(pycurl.TIMEOUT_MS, int((request.timeout_s + SPARE_S) * 1000))
+    # what is left of the check's deadline; at least 1 ms, as 0 would be no timeout at all
+    c.setopt(pycurl.TIMEOUT_MS, max(1, math.ceil(request.timeout_s * 1000)))
     c.setopt(pycurl.RESOLVE, request.pinned)
     c.setopt(pycurl.PROXY, request.proxy)  # "": none, and curl reads no proxy of its own
     if request.unix_socket is not None:

@@ -89,7 +89,7 @@ async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     try:
         async with asyncio.timeout(monitor.timeout_s):
             if path is None:  # looked up, and guarded under --block-private, as HTTP checks are
-                pinned = pin(host, port, await lookup(host, port, ctx.guard))
+                pinned = pin(host, port, await lookup(host, port, ctx.guard, monitor.timeout_s))
                 url = f"http://{f'[{host}]' if ':' in host else host}:{port}/containers/{name}/json"
             else:
                 pinned, url = [], f"http://docker/containers/{name}/json"

@@ -9,7 +9,10 @@ judged as for tls:// monitors on the final response's connection). What the requ
 Every request goes through libcurl (curl.py), on a connection of its own. Names are looked up
 here, in a daemon thread each (run/fanout.DaemonThreads), checked against --block-private, and
 pinned for curl; so redirects are followed here, each hop's host looked up and pinned alike.
-The whole check -- lookups, connects, redirects, the body -- runs under `asyncio.timeout`.
+The whole check -- lookups, connects, redirects, the body -- runs under one deadline: a lookup
+waits for what is left of it under `asyncio.timeout`, and each hop's transfer is given what is
+left of it as curl's own timeout (curl times its transfers on the tick's loop already, so a
+check sets no timer of its own for them).
 Every failure a remote end can cause becomes a `down` result with a short cause (curl.CAUSES).
 """
 
@@ -25,6 +28,7 @@ from monitor_tick.core.clock import elapsed_ms
 from monitor_tick.core.model import (
     InvalidMonitor,
     Monitor,
+    Phases,
     ProbeResult,
     check_text,
     parse_expect,
@@ -51,11 +55,9 @@ class Refused(Exception):
 
 async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     """One check: the request, its redirects (up to MAX_REDIRECTS, to http and https only) and
-    the final answer's body, under the monitor's deadline. Never raises for remote behaviour.
+    the final answer's body, under the monitor's one deadline. Never raises for remote behaviour.
     `ctx.now_ms` (the tick's time) is what a certificate's days left are counted from; the
     latency runs from the first lookup to the final answer's end."""
-    import asyncio
-
     from monitor_tick.probes import curl
 
     assert ctx.engine is not None and ctx.contexts is not None
@@ -68,33 +70,35 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     def read_body(status: int, location: bool) -> bool:
         return not (status in REDIRECTS and location) and status_accepted(status, ranges)
 
-    start = hop_start = looked_up = time.perf_counter()
-    answer = curl.Exchange()
+    start = time.perf_counter()
+    deadline = start + monitor.timeout_s
     try:
-        async with asyncio.timeout(monitor.timeout_s):
-            for hop in range(MAX_REDIRECTS + 1):
-                answer = curl.Exchange()
-                hop_start = time.perf_counter()
-                sent = await _request(url, method, headers, body, ctx, monitor, read_body)
-                looked_up = time.perf_counter()
-                await curl.exchange(ctx.engine, sent, answer)
-                if answer.cause is not None:
-                    return ProbeResult("down", None, answer.status or None, answer.cause)
-                if answer.status not in REDIRECTS or not answer.location:
-                    break
-                if hop == MAX_REDIRECTS:
-                    return ProbeResult("down", None, None, "too many redirects")
-                url, method, body, headers = _redirected(url, answer.location, answer.status, method, body, headers)
-    except TimeoutError:  # the check's deadline
-        status = curl.status_of(answer)
-        return ProbeResult("down", None, status, "timeout" if status is None else "timeout reading body")
+        for hop in range(MAX_REDIRECTS + 1):
+            answer = curl.Exchange()
+            sent = await _request(url, method, headers, body, ctx, monitor, read_body, deadline - time.perf_counter())
+            looked_up = time.perf_counter()
+            if looked_up >= deadline:
+                raise TimeoutError
+            await curl.exchange(ctx.engine, sent, answer)  # curl's code 28 when the deadline passes
+            if answer.cause is not None:
+                return ProbeResult("down", None, answer.status or None, answer.cause)
+            if answer.status not in REDIRECTS or not answer.location:
+                break
+            if hop == MAX_REDIRECTS:
+                return ProbeResult("down", None, None, "too many redirects")
+            url, method, body, headers = _redirected(url, answer.location, answer.status, method, body, headers)
+    except TimeoutError:  # the deadline passed in a lookup, or between hops
+        return ProbeResult("down", None, None, "timeout")
     except Refused as exc:
         return ProbeResult("down", None, None, str(exc))
     latency_ms = elapsed_ms(start, time.perf_counter())
     expires_at_ms = curl.expires_at_ms(answer.certs) if monitor.expires_within_sec is not None else None
     accepted = status_accepted(answer.status, ranges)
     text = _decoded(answer) if accepted and (monitor.keyword or monitor.keyword_absent) else None
-    result = judged(
+    assert answer.handle is not None
+    # the final hop's phases, counted from the check's start: earlier hops are in each of them
+    phases = curl.phases_ms(answer.handle, (looked_up - start) * 1000, latency_ms)
+    return judged(
         monitor,
         answer.status,
         answer.body if accepted else None,
@@ -103,11 +107,8 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
         expires_at_ms,
         ctx.now_ms,
         latency_ms,
+        phases,
     )
-    assert answer.handle is not None
-    # the final hop's phases, counted from the check's start: earlier hops are in each of them
-    started_ms, lookup_ms = (hop_start - start) * 1000, (looked_up - hop_start) * 1000
-    return result._replace(phases=curl.phases_ms(answer.handle, started_ms + lookup_ms, latency_ms))
 
 
 async def _request(
@@ -118,10 +119,13 @@ async def _request(
     ctx: ProbeContext,
     monitor: Monitor,
     read_body: object,
+    left_s: float,
 ) -> curl.Request:
     """One hop's request: its host looked up (and checked by the tick's guard) and pinned, its
     proxy (from the environment) looked up and pinned, and for https its trust (the CA bundle:
-    a tick of plain HTTP checks never reads one). Raises Refused."""
+    a tick of plain HTTP checks never reads one); `left_s`, what is left of the check's
+    deadline, bounds the lookup and is the transfer's timeout. Raises Refused, and TimeoutError
+    when a lookup outlasts the deadline."""
     from monitor_tick.probes import curl
 
     parts = urlsplit(url)
@@ -140,9 +144,9 @@ async def _request(
         proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         proxy_host = proxy_parts.hostname or ""
         proxy_port = proxy_parts.port or 1080
-        pinned += pin(proxy_host, proxy_port, await lookup(proxy_host, proxy_port, None))
+        pinned += pin(proxy_host, proxy_port, await lookup(proxy_host, proxy_port, None, left_s))
     else:
-        pinned += pin(host, port, await lookup(host, port, ctx.guard))
+        pinned += pin(host, port, await lookup(host, port, ctx.guard, left_s))
     if host != parts.hostname:  # an IDNA name: curl is handed its ASCII form
         netloc = parts.netloc.rpartition("@")[0] + ("@" if "@" in parts.netloc else "")
         netloc += f"[{host}]" if ":" in host else host
@@ -161,7 +165,7 @@ async def _request(
         keep=keep,
         read_body=read_body,
         certinfo=monitor.expires_within_sec is not None,
-        timeout_s=monitor.timeout_s,
+        timeout_s=left_s,
     )
 
 
@@ -174,10 +178,11 @@ def pin(host: str, port: int, addresses: list[str]) -> list[str]:
     return [f"{host}:{port}:{shown}"]
 
 
-async def lookup(host: str, port: int, guard: AddressGuard | None) -> list[str]:
+async def lookup(host: str, port: int, guard: AddressGuard | None, left_s: float) -> list[str]:
     """The addresses of `host`, in the resolver's order, from a daemon thread (the loop's
-    default executor: fanout.DaemonThreads). Raises Refused: 'dns' when it has none, the guard's
-    cause when any of them is blocked (a name that also resolves to a private address)."""
+    default executor: fanout.DaemonThreads), waited for at most `left_s`. Raises Refused: 'dns'
+    when it has none, the guard's cause when any of them is blocked (a name that also resolves
+    to a private address); TimeoutError when the resolver outlasts `left_s`."""
     import asyncio
 
     name = host.strip("[]")
@@ -186,7 +191,8 @@ async def lookup(host: str, port: int, guard: AddressGuard | None) -> list[str]:
         _guarded(guard, [literal])
         return [name]
     try:
-        infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
+        async with asyncio.timeout(left_s):
+            infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise Refused("dns") from None
     found = list(dict.fromkeys(info[4][0].partition("%")[0] for info in infos))
@@ -268,16 +274,17 @@ def judged(
     expires_at_ms: int | None,
     now_ms: int,
     latency_ms: int,
+    phases: Phases | None = None,
 ) -> ProbeResult:
     """The result of an answer: `status`, and `body` (None: not read, as the status was not
     accepted; `text`: it decoded, when a keyword is looked for; `whole`: all of it) and the
-    certificate's expiry judged against the monitor's conditions."""
+    certificate's expiry judged against the monitor's conditions; `phases` go with it."""
     cause = failed_conditions(
         f"status {status}" if body is None else None,
         *(_body_causes(monitor, body, text, whole) if body is not None else ()),
         expiry_cause(monitor, now_ms, expires_at_ms) if monitor.expires_within_sec is not None else None,
     )
-    return ProbeResult("down" if cause is not None else "up", latency_ms, status, cause, expires_at_ms)
+    return ProbeResult("down" if cause is not None else "up", latency_ms, status, cause, expires_at_ms, phases)
 
 
 def keeps_body(monitor: Monitor) -> bool:
