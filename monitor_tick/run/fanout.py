@@ -14,6 +14,7 @@ those that failed.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import sys
 import threading
@@ -119,28 +120,50 @@ class Batch:
     for those the pool's close cut off), and whether every probe has given its worker back."""
 
     def __init__(self, monitors: Sequence[Monitor]) -> None:
-        loop = asyncio.get_running_loop()
         self.monitors = monitors
-        self._results: list[asyncio.Future[ProbeResult]] = [loop.create_future() for _ in monitors]
+        self._results: list[ProbeResult | None] = [None] * len(monitors)
+        self._left = len(monitors)  # probes not ended
+        self._ended = asyncio.get_running_loop().create_future()
         self._holding = len(monitors)  # probes not started, or holding their worker
         self.released = asyncio.Event()  # every probe ended or gave its worker away
         if not monitors:
+            self._ended.set_result(None)
             self.released.set()
 
     async def ended(self) -> list[ProbeResult]:
         """Every result, once each probe has ended or was cut off (Pool.close)."""
-        if self._results:
-            await asyncio.wait(self._results)
+        await asyncio.shield(self._ended)
         return self.results()
 
     def results(self) -> list[ProbeResult]:
         """The results so far: CUT_OFF for probes not ended."""
-        return [f.result() if f.done() and not f.cancelled() else CUT_OFF for f in self._results]
+        return [CUT_OFF if result is None else result for result in self._results]
+
+    def _record(self, index: int, result: ProbeResult) -> None:
+        self._results[index] = result
+        self._left -= 1
+        if self._left == 0 and not self._ended.done():
+            self._ended.set_result(None)
+
+    def _cut_off(self) -> None:
+        if not self._ended.done():
+            self._ended.set_result(None)
+        self.released.set()
 
     def _release_one(self) -> None:
         self._holding -= 1
         if self._holding == 0:
             self.released.set()
+
+
+class _Hold:
+    """A probe's hold on its worker: from `started` (the loop's time) until the probe ends or
+    has run the pool's slot_hold_s."""
+
+    __slots__ = ("batch", "started", "holding")
+
+    def __init__(self, batch: Batch, started: float) -> None:
+        self.batch, self.started, self.holding = batch, started, True
 
 
 class Pool:
@@ -149,7 +172,11 @@ class Pool:
     probing (a PostgreSQL tick's next share, run/shares.py) keeps its workers busy. Each worker
     starts the next probe when its own ended or has run `slot_hold_s`; at most `max_in_flight`
     probes run at once (see probe_all). Make it on the running loop; close cancels every probe
-    still running or waiting (their results are CUT_OFF)."""
+    still running or waiting (their results are CUT_OFF).
+
+    A worker is a count, not a task: a probe that ends, or whose hold runs out, starts the next
+    one itself. Holds run out in the order they began, so one timer, set for the oldest hold
+    still held, serves them all: a check that ends in milliseconds makes no timer."""
 
     def __init__(
         self,
@@ -163,18 +190,23 @@ class Pool:
         self._ctx = ctx
         self._retry_delay_s = retry_delay_s
         self._slot_hold_s = slot_hold_s
-        self._queue: asyncio.Queue[tuple[Batch, int]] = asyncio.Queue()
+        self._loop = asyncio.get_running_loop()
+        self._queue: collections.deque[tuple[Batch, int]] = collections.deque()
+        self._free = concurrency  # workers with no probe holding them
         # file descriptors and the resolver's threads are finite: a probe holds both until its end
-        self._in_flight = asyncio.Semaphore(max_in_flight or concurrency)
-        self._probes: set[asyncio.Future[None]] = set()
+        self._in_flight = 0
+        self._max_in_flight = max_in_flight or concurrency
+        self._holds: collections.deque[_Hold] = collections.deque()  # in the order they began
+        self._hold_timer: asyncio.TimerHandle | None = None
+        self._probes: set[asyncio.Task[None]] = set()
         self._batches: list[Batch] = []
+        self._closed = False
         self.changed = asyncio.Event()  # set when a worker takes a monitor or gives its worker back
-        self._workers = [asyncio.ensure_future(self._worker()) for _ in range(concurrency)]
 
     @property
     def waiting(self) -> int:
         """Monitors handed in that no worker has started yet."""
-        return self._queue.qsize()
+        return len(self._queue)
 
     def submit(self, monitors: Sequence[Monitor], order: Iterable[int] | None = None) -> Batch:
         """Hand in `monitors`, started in `order` (indexes, each once; default first to last)
@@ -184,61 +216,83 @@ class Pool:
             raise ValueError(f"order is not each of {len(monitors)} monitors once: {indexes[:5]}")
         batch = Batch(monitors)
         self._batches.append(batch)
-        for index in indexes:
-            self._queue.put_nowait((batch, index))
+        self._queue.extend((batch, index) for index in indexes)
+        self._start()
         return batch
 
-    async def _worker(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            batch, index = await self._queue.get()
-            self.changed.set()
-            await self._in_flight.acquire()
-            released: asyncio.Future[None] = loop.create_future()
-            self._probes.add(loop.create_task(self._probe(batch, index, released)))
-            # a hanging host would otherwise keep healthy monitors queued behind it until the
-            # budget cuts them off; waiting on it costs a socket, not a slot
-            held = loop.call_later(self._slot_hold_s, _release, released) if self._slot_hold_s is not None else None
-            try:
-                await released
-            finally:
-                if held is not None:
-                    held.cancel()
-            batch._release_one()
+    def _start(self) -> None:
+        """Start the next probes while a worker is free and fewer than max_in_flight run."""
+        if self._closed:
+            return
+        started = False
+        while self._queue and self._free and self._in_flight < self._max_in_flight:
+            batch, index = self._queue.popleft()
+            self._free -= 1
+            self._in_flight += 1
+            hold = _Hold(batch, self._loop.time())
+            task = self._loop.create_task(self._probe(batch, index, hold))
+            self._probes.add(task)
+            if self._slot_hold_s is not None:
+                # a hanging host would otherwise keep healthy monitors queued behind it until the
+                # budget cuts them off; waiting on it costs a socket, not a slot
+                self._holds.append(hold)
+                if self._hold_timer is None:
+                    self._hold_timer = self._loop.call_at(hold.started + self._slot_hold_s, self._holds_run_out)
+            started = True
+        if started:
             self.changed.set()
 
-    async def _probe(self, batch: Batch, index: int, released: asyncio.Future[None]) -> None:
+    def _give_back(self, hold: _Hold) -> None:
+        """The probe of `hold` gives its worker back: at its end, or when it has held it long enough."""
+        if hold.holding:
+            hold.holding = False
+            self._free += 1
+            hold.batch._release_one()
+            self.changed.set()
+
+    def _holds_run_out(self) -> None:
+        """Give back the workers of the probes that have held theirs slot_hold_s, and set the
+        timer for the oldest hold still held."""
+        assert self._slot_hold_s is not None
+        self._hold_timer = None
+        now = self._loop.time()
+        holds = self._holds
+        while holds and (not holds[0].holding or holds[0].started + self._slot_hold_s <= now):
+            self._give_back(holds.popleft())
+        if holds:
+            self._hold_timer = self._loop.call_at(holds[0].started + self._slot_hold_s, self._holds_run_out)
+        self._start()
+
+    async def _probe(self, batch: Batch, index: int, hold: _Hold) -> None:
         """The monitor's check, its result in `batch`; a bug in a probe is that monitor's failed
-        check. At its end it gives its worker back (`released`), if its hold had not already."""
+        check. At its end it gives its worker back, if its hold had not already, and the next
+        probe starts."""
         try:
             monitor = batch.monitors[index]
             try:
                 result = await probe_with_retries(monitor, self._ctx, self._retry_delay_s)
             except Exception as exc:
                 result = failed_inside(monitor, exc)
-            if not batch._results[index].done():
-                batch._results[index].set_result(result)
+            batch._record(index, result)
         finally:
-            self._in_flight.release()
+            self._in_flight -= 1
             self._probes.discard(asyncio.current_task())  # type: ignore[arg-type]
-            _release(released)
+            self._give_back(hold)
+            self._start()
 
     async def close(self) -> None:
-        """Cancel every worker and probe; results not in by now are CUT_OFF."""
-        tasks = [*self._workers, *self._probes]
+        """Cancel every probe; results not in by now are CUT_OFF."""
+        self._closed = True
+        self._queue.clear()
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        tasks = list(self._probes)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         for batch in self._batches:
-            for future in batch._results:
-                future.cancel()  # done futures ignore it; the others read as CUT_OFF
-            batch.released.set()
-
-
-def _release(released: asyncio.Future[None]) -> None:
-    """Give a probe's worker back: at the probe's end, or when it has held its slot long enough."""
-    if not released.done():
-        released.set_result(None)
+            batch._cut_off()
 
 
 def failed_inside(monitor: Monitor, exc: BaseException) -> ProbeResult:
