@@ -152,6 +152,21 @@ def test_redirects_are_followed_at_most_five_times(tmp_path: Path, local_server:
     assert local_server.hits["/redirect/1"] >= 1 and local_server.hits["/ok"] == 0  # the sixth was not followed
 
 
+def test_the_deadline_is_the_whole_checks_not_each_redirects(db_path: str, local_server: LocalServer) -> None:
+    """Two hops of 0.6 s each, under a 1 s timeout: each would fit on its own, the check does not."""
+
+    async def slow_hop(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+        await asyncio.sleep(0.6)
+        location = "/slow-hop/last" if path == "/slow-hop/first" else "/ok"
+        await send_response(writer, 302, "", method=method, headers=[("Location", location)])
+
+    local_server.route("/slow-hop", slow_hop)
+    result = tick_check(db_path, local_server.url("/slow-hop/first"), timeout_s=1.0)
+    assert recorded(result) == ("down", None, None, "timeout")
+    assert local_server.hits["/slow-hop/first"] == 1 and local_server.hits["/slow-hop/last"] == 1
+    assert local_server.hits["/ok"] == 0
+
+
 def test_every_condition_the_answer_fails_is_named(db_path: str, local_server: LocalServer) -> None:
     result = tick_check(
         db_path,
