@@ -18,6 +18,7 @@ Every failure a remote end can cause becomes a `down` result with a short cause 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import socket
 import time
@@ -212,6 +213,7 @@ def _guarded(guard: AddressGuard | None, addresses: list[ipaddress.IPv4Address |
             raise Refused(str(exc)) from None
 
 
+@functools.lru_cache(maxsize=1024)  # a tick's monitors often share a host: each parsed once
 def _literal(host: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     """The address when `host` is an IP address, else None (a name, to look up)."""
     if ":" not in host and not host.replace(".", "").isdigit():
