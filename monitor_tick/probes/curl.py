@@ -186,14 +186,13 @@ class Engine:
             future.set_result(code)
 
 
-def phases_ms(handle: pycurl.Curl, looked_up_ms: float, total_ms: int) -> Phases:
-    """The phases of a finished handle's check, each in ms from the check's start: our lookup
+def phases_ms(answer: Exchange, looked_up_ms: float, total_ms: int) -> Phases:
+    """The phases of a whole answer's check, each in ms from the check's start: our lookup
     ended at `looked_up_ms`, and curl's times count from there (its transfer began after it);
     `total_ms` is the check's latency, which none of them exceeds."""
     from monitor_tick.core.model import Phases
 
-    info = handle.getinfo
-    connect_s, tls_s, first_byte_s = info(CONNECT_TIME), info(APPCONNECT_TIME), info(STARTTRANSFER_TIME)
+    connect_s, tls_s, first_byte_s = answer.times
     return Phases(
         min(round(looked_up_ms), total_ms),
         min(round(looked_up_ms + connect_s * 1000), total_ms),
@@ -302,10 +301,24 @@ class Request:
 
 class Exchange:
     """What came back: curl's code (0: a whole answer), the status (0: none), the Location as
-    sent (relative to the request's URL), the Content-Type, the body kept and whether that is all of it, the certificate
-    list (CERTINFO) and the cause when the exchange failed."""
+    sent (relative to the request's URL), the Content-Type, the body kept and whether that is
+    all of it, the certificate list (CERTINFO), when a whole answer's connection, TLS and first
+    byte were done (s from the transfer's start; TLS 0: none), and the cause when the exchange
+    failed."""
 
-    __slots__ = ("code", "status", "location", "content_type", "body", "whole", "certs", "cause", "handle", "os_errno")
+    __slots__ = (
+        "code",
+        "status",
+        "location",
+        "content_type",
+        "body",
+        "whole",
+        "certs",
+        "times",
+        "cause",
+        "os_errno",
+        "__weakref__",  # a test shows an Exchange is freed with its check, without the collector
+    )
 
     def __init__(self) -> None:
         self.code = 0
@@ -315,8 +328,8 @@ class Exchange:
         self.body = bytearray()
         self.whole = True
         self.certs: list[list[tuple[str, str]]] = []
+        self.times = (0.0, 0.0, 0.0)
         self.cause: str | None = None
-        self.handle: pycurl.Curl | None = None
         self.os_errno = 0  # of a connection that failed (code 7) only: see cause_of
 
 
@@ -423,26 +436,22 @@ def handle_for(request: Request, exchange: Exchange) -> tuple[pycurl.Curl, _Sink
 
 async def exchange(engine: Engine, request: Request, result: Exchange) -> Exchange:
     """Send `request` and read its answer into `result` (see Request). Never raises for the
-    remote end's doing: the Exchange's cause says what failed. A cancelled exchange (the check's
-    deadline) leaves its handle in `result.handle`, for the status it had reached (status_of)."""
+    remote end's doing: the Exchange's cause says what failed."""
     import pycurl
 
+    # the handle holds the sink's methods, and the sink this Exchange, which holds neither: all
+    # three are freed with the check, never left to the garbage collector (whose passes over
+    # thousands of them cost a tick's time)
     handle, sink = handle_for(request, result)
-    result.handle = handle
-    try:
-        code = await engine.perform(handle)
-    finally:
-        # the handle holds the sink's methods, the sink this Exchange, and the Exchange the
-        # handle: parted once curl is done with it, all three are freed with the check, never
-        # left to the garbage collector (whose passes over thousands of them cost a tick's time)
-        for callback in (pycurl.WRITEFUNCTION, pycurl.HEADERFUNCTION, pycurl.DEBUGFUNCTION):
-            handle.unsetopt(callback)
+    code = await engine.perform(handle)
     if code == pycurl.E_WRITE_ERROR and sink.stopped:  # we stopped reading: not a failure
         code = 0
     result.code = code
     result.status = handle.getinfo(pycurl.RESPONSE_CODE)
     if code == 0:
         result.content_type = handle.getinfo(pycurl.CONTENT_TYPE)
+        info = handle.getinfo
+        result.times = (info(CONNECT_TIME), info(APPCONNECT_TIME), info(STARTTRANSFER_TIME))
         if request.certinfo:
             result.certs = handle.getinfo(pycurl.INFO_CERTINFO) or []
     else:
@@ -488,8 +497,3 @@ def expires_at_ms(certs: list[list[tuple[str, str]]]) -> int | None:
             except ValueError:
                 return None
     return None
-
-
-def status_of(result: Exchange) -> int | None:
-    """The status an exchange had reached (None: no answer had begun), cut short or not."""
-    return result.status or None

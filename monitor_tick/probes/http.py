@@ -96,9 +96,8 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     expires_at_ms = curl.expires_at_ms(answer.certs) if monitor.expires_within_sec is not None else None
     accepted = status_accepted(answer.status, ranges)
     text = _decoded(answer) if accepted and (monitor.keyword or monitor.keyword_absent) else None
-    assert answer.handle is not None
     # the final hop's phases, counted from the check's start: earlier hops are in each of them
-    phases = curl.phases_ms(answer.handle, (looked_up - start) * 1000, latency_ms)
+    phases = curl.phases_ms(answer, (looked_up - start) * 1000, latency_ms)
     return judged(
         monitor,
         answer.status,
