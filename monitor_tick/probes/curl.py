@@ -17,13 +17,13 @@ pycurl is imported when the first transfer starts: a tick without HTTP checks ne
 
 from __future__ import annotations
 
+from monitor_tick.core.model import Phases
+
 TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
 if TYPE_CHECKING:
     import asyncio
 
     import pycurl
-
-    from monitor_tick.core.model import Phases
 
 FORCE_EVERY_S = 1.0  # how often curl is asked for events it may have forgotten to report
 
@@ -190,8 +190,6 @@ def phases_ms(answer: Exchange, looked_up_ms: float, total_ms: int) -> Phases:
     """The phases of a whole answer's check, each in ms from the check's start: our lookup
     ended at `looked_up_ms`, and curl's times count from there (its transfer began after it);
     `total_ms` is the check's latency, which none of them exceeds."""
-    from monitor_tick.core.model import Phases
-
     connect_s, tls_s, first_byte_s = answer.times
     return Phases(
         min(round(looked_up_ms), total_ms),

@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl, urlsplit
 from monitor_tick.core import urls
 from monitor_tick.core.clock import elapsed_ms, format_duration_s, ms_to_s, parse_iso_ms
 from monitor_tick.core.model import InvalidMonitor, Monitor, ProbeResult
-from monitor_tick.probes import latency
+from monitor_tick.probes import curl, latency
 from monitor_tick.probes.base import Kind, ProbeContext, loopback, not_here
 from monitor_tick.probes.guard import BLOCKED
 from monitor_tick.probes.http import Refused, lookup, pin
@@ -76,8 +76,6 @@ def engine_of(monitor: Monitor) -> tuple[str | None, str, int]:
 async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     import asyncio
     import json
-
-    from monitor_tick.probes import curl
 
     assert ctx.engine is not None
     name = urlsplit(monitor.url).netloc

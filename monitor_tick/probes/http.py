@@ -35,14 +35,10 @@ from monitor_tick.core.model import (
     parse_expect,
     status_accepted,
 )
-from monitor_tick.probes import jsonfield, latency, request
+from monitor_tick.probes import curl, jsonfield, latency, request
 from monitor_tick.probes.base import Kind, ProbeContext, failed_conditions
 from monitor_tick.probes.guard import AddressGuard, BlockedAddress
 from monitor_tick.probes.net import check_expires_within, expiry_cause
-
-TYPE_CHECKING = False  # true for type checkers: the tick never imports typing (core/records.py)
-if TYPE_CHECKING:
-    from monitor_tick.probes import curl
 
 MAX_BODY_BYTES = 1024 * 1024  # at most this much of a decoded body is read, to look for keywords
 MAX_REDIRECTS = 5
@@ -59,8 +55,6 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     the final answer's body, under the monitor's one deadline. Never raises for remote behaviour.
     `ctx.now_ms` (the tick's time) is what a certificate's days left are counted from; the
     latency runs from the first lookup to the final answer's end."""
-    from monitor_tick.probes import curl
-
     assert ctx.engine is not None and ctx.contexts is not None
     ranges = parse_expect(monitor.expect_status)
     method, url, body = monitor.method, monitor.url, request.request_body(monitor)
@@ -126,8 +120,6 @@ async def _request(
     a tick of plain HTTP checks never reads one); `left_s`, what is left of the check's
     deadline, bounds the lookup and is the transfer's timeout. Raises Refused, and TimeoutError
     when a lookup outlasts the deadline."""
-    from monitor_tick.probes import curl
-
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
