@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 
 import pytest
 from freezegun import freeze_time
@@ -12,7 +13,7 @@ from monitor_tick import store
 from monitor_tick.core import clock
 from monitor_tick.core.model import CheckResult, Monitor, ProbeResult
 from monitor_tick.probes import PROBES, ProbeContext
-from monitor_tick.run.fanout import probe_all, start_order
+from monitor_tick.run.fanout import DaemonThreads, probe_all, start_order
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add
 from tests.servers import LocalServer
@@ -188,3 +189,28 @@ def test_hanging_probes_give_their_worker_away_but_never_more_than_max_in_flight
     )
     assert most == 8
     assert {r.status for r in results} == {"unknown"}
+
+
+def test_a_lookup_never_waits_behind_a_stuck_one_and_a_finished_ones_thread_takes_the_next() -> None:
+    """The lookups' executor: a call stuck in the resolver holds its own thread only; the calls
+    after it each start at once, one after another on the one thread that is idle; shutdown
+    ends the idle threads, and the stuck one ends when its call does."""
+
+    def lookup_threads() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t.name == "monitor-tick-lookup"]
+
+    before = set(lookup_threads())
+    threads = DaemonThreads()
+    stuck = threading.Event()
+    first = threads.submit(stuck.wait)
+    answers = [threads.submit(lambda n=n: n * n).result(timeout=10) for n in range(5)]
+    assert answers == [0, 1, 4, 9, 16]
+    assert not first.done()
+    mine = set(lookup_threads()) - before
+    assert len(mine) == 2  # the stuck call's, and one more for the five that followed it
+    threads.shutdown(wait=False)
+    stuck.set()
+    assert first.result(timeout=10) is True
+    for thread in mine:
+        thread.join(timeout=10)
+        assert not thread.is_alive()

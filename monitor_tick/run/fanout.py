@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import concurrent.futures
+import queue
 import sys
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,30 +33,69 @@ MIN_ATTEMPT_S = 0.1  # a retry with less time left than this is not worth starti
 CUT_OFF = ProbeResult("unknown", None, None, "cut off by the tick's time budget")
 
 
+_Call = tuple[concurrent.futures.Future[Any], Any, tuple[Any, ...], dict[str, Any]]
+
+
 class DaemonThreads(concurrent.futures.ThreadPoolExecutor):
-    """The loop's default executor, which runs DNS lookups: one daemon thread per call (the
-    fan-out already bounds how many run at once, so a slow resolver delays each probe by its own
-    lookup only). A lookup stuck in the resolver must not hold the tick after its probe gave up:
-    asyncio.run waits for the default executor, and Python joins a ThreadPoolExecutor's threads
-    at exit. Here shutdown returns at once and a stuck thread dies with the process. (It is a
-    ThreadPoolExecutor only because asyncio accepts nothing else; no pool thread is started.)"""
+    """The loop's default executor, which runs DNS lookups: each call starts at once, on a
+    daemon thread that is idle or else a new one (the fan-out already bounds how many run at
+    once), so a slow resolver delays each probe by its own lookup only, never one queued behind
+    it. A thread whose lookup ended waits for the next one: starting a thread cost a check more
+    than its lookup. A lookup stuck in the resolver must not hold the tick after its probe gave
+    up: asyncio.run waits for the default executor, and Python joins a ThreadPoolExecutor's
+    threads at exit. Here shutdown returns at once, the idle threads end, and a stuck one dies
+    with the process. (It is a ThreadPoolExecutor only because asyncio accepts nothing else;
+    none of its own threads is started.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._calls: queue.SimpleQueue[_Call | None] = queue.SimpleQueue()
+        self._idle = 0  # threads waiting for a call, each to take one from _calls
+        self._ended = False
+        self._count_lock = threading.Lock()
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
-
-        def run() -> None:
-            if not future.set_running_or_notify_cancel():
-                return
-            try:
-                future.set_result(fn(*args, **kwargs))
-            except BaseException as exc:  # noqa: BLE001 -- handed to the awaiting probe
-                future.set_exception(exc)
-
-        threading.Thread(target=run, name="monitor-tick-lookup", daemon=True).start()
+        call = (future, fn, args, kwargs)
+        with self._count_lock:
+            idle = self._idle > 0
+            if idle:
+                self._idle -= 1
+        if idle:  # an idle thread is sure to take it: it counted itself idle before it waited
+            self._calls.put(call)
+        else:
+            threading.Thread(target=self._run, args=(call,), name="monitor-tick-lookup", daemon=True).start()
         return future
 
+    def _run(self, call: _Call | None) -> None:
+        while call is not None:
+            future, fn, args, kwargs = call
+            call = None
+            if not future.set_running_or_notify_cancel():
+                continue  # cancelled before it ran: wait for no other
+            try:
+                outcome, failed = fn(*args, **kwargs), None
+            except BaseException as exc:  # noqa: BLE001 -- handed to the awaiting probe
+                outcome, failed = None, exc
+            with self._count_lock:  # idle before the caller hears: its next call finds this thread
+                ended = self._ended
+                if not ended:
+                    self._idle += 1
+            if failed is None:
+                future.set_result(outcome)
+            else:
+                future.set_exception(failed)
+            del future, fn, args, kwargs, outcome, failed  # nothing of a call is kept while waiting
+            if ended:
+                return
+            call = self._calls.get()
+
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
-        return None
+        with self._count_lock:
+            self._ended = True
+            idle, self._idle = self._idle, 0
+        for _ in range(idle):
+            self._calls.put(None)
 
 
 async def probe_with_retries(monitor: Monitor, ctx: ProbeContext, retry_delay_s: float) -> ProbeResult:
