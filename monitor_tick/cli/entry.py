@@ -9,11 +9,13 @@ without the interpreter's teardown: collecting and freeing every module, class a
 tick imported is about a tenth of a small tick's instructions (bench/instructions.py), spent on
 memory the exit frees anyway. Nothing is left to it: the tick has closed its database, joined
 its database thread and flushed its output; its other threads are daemon threads, which exit
-never waits for; and it registers no exit handler of its own.
+never waits for; and it registers no exit handler of its own. For the same reason its garbage
+collector is off while the tick starts (see run/tick.py, where its probes turn it on).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from collections.abc import Sequence
@@ -35,6 +37,10 @@ def main(args: Sequence[str] | None = None) -> None:
 
         typer_main(argv)
         return
+    if args is None:
+        # what a tick makes before its probes run (modules, classes, functions, rows) lives until
+        # the process ends: collecting while it grows walks it again and again and frees nothing
+        gc.disable()
     try:
         with stdout_reader_may_leave():
             code = run_tick_command(**options)
