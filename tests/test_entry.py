@@ -369,3 +369,6 @@ def test_the_command_ends_a_tick_with_all_it_printed_and_its_exit_code(
     assert run(db_path, "--retry-delay", "soon") == (2, "", refused)
     missing = "monitor-tick: database directory does not exist: /nonexistent-dir\n"
     assert run("/nonexistent-dir/x.db") == (1, "", missing)
+    # run with stderr closed (Python has no sys.stderr then), its exit code is still the tick's
+    closed = [MONITOR_TICK, "--db", db_path, "--retry-delay", "soon"]
+    assert subprocess.run(["sh", "-c", '"$@" 2>&-', "sh", *closed], capture_output=True, timeout=60).returncode == 2

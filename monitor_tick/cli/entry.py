@@ -49,6 +49,7 @@ def main(args: Sequence[str] | None = None) -> None:
     except Exception as exc:  # a bug: say it in one line (cron mails it), never a traceback
         code = fail_line(f"internal error: {type(exc).__name__}: {exc}")
     if args is None:
-        sys.stderr.flush()  # stdout was flushed above (stdout_reader_may_leave)
+        if sys.stderr is not None:  # None: started with stderr closed
+            sys.stderr.flush()  # stdout was flushed above (stdout_reader_may_leave)
         os._exit(code)
     sys.exit(code)
