@@ -7,6 +7,7 @@ plain tick runs the same either way."""
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -340,3 +341,34 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(long_lists: str, arg
     assert (code, stderr) == (141, b"")
     whole = subprocess.run(command, capture_output=True, timeout=60)
     assert whole.returncode == 0 and len(whole.stdout) > 2 * capacity  # it was still writing
+
+
+def test_the_command_ends_a_tick_with_all_it_printed_and_its_exit_code(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer, tmp_path: Path
+) -> None:
+    """The command's tick ends its process without the interpreter's teardown (cli/entry.py):
+    what it printed is all there, even to files, which are written in blocks, and its exit
+    code is the tick's."""
+    add(conn, local_server.url("/ok"), name="up")
+    broken = add(conn, "http://c.test/", name="c")
+    conn.execute("UPDATE monitors SET url = 'ftp://c.test/' WHERE id = ?", (broken,))
+    conn.commit()
+
+    def run(*args: str) -> tuple[int, str, str]:
+        out, err = tmp_path / "out", tmp_path / "err"
+        with out.open("w") as stdout, err.open("w") as stderr:
+            code = subprocess.run([MONITOR_TICK, "--db", *args], stdout=stdout, stderr=stderr, timeout=60).returncode
+        return code, out.read_text(), err.read_text()
+
+    code, out, err = run(db_path, "--json")
+    assert code == 0 and err == f"monitor-tick: monitor {broken} skipped: invalid monitor: unsupported scheme 'ftp'\n"
+    printed = json.loads(out)
+    assert [(r["name"], r["status"]) for r in printed["results"]] == [("up", "up")]
+    assert local_server.hits["/ok"] == 1 and rollup(conn, 1) == (1, 0)
+    refused = "monitor-tick: --retry-delay: not a duration: 'soon' (use e.g. 30s, 5m, 1h, 1d or seconds)\n"
+    assert run(db_path, "--retry-delay", "soon") == (2, "", refused)
+    missing = "monitor-tick: database directory does not exist: /nonexistent-dir\n"
+    assert run("/nonexistent-dir/x.db") == (1, "", missing)
+    # run with stderr closed (Python has no sys.stderr then), its exit code is still the tick's
+    closed = [MONITOR_TICK, "--db", db_path, "--retry-delay", "soon"]
+    assert subprocess.run(["sh", "-c", '"$@" 2>&-', "sh", *closed], capture_output=True, timeout=60).returncode == 2

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 import sqlite3
 from collections import Counter
@@ -19,7 +21,7 @@ from monitor_tick.probes import PROBES, ProbeContext
 from monitor_tick.run.tick import TickOptions, run_tick
 from tests.conftest import add, rollup
 from tests.hostile_origin import scripted
-from tests.servers import LocalServer, reset_connection
+from tests.servers import LocalServer, reset_connection, send_response
 
 MINUTE = 29_934_720  # 2026-12-01T00:00Z
 NOON = "2026-12-01 00:00:20"  # 20 seconds into MINUTE
@@ -188,6 +190,34 @@ def test_a_healthy_tick_prints_nothing_and_exits_0(
     assert result.exit_code == 0, result.output
     assert result.stdout == "" and result.stderr == ""
     assert local_server.hits == {"/ok": 1}
+
+
+@pytest.mark.parametrize("collecting", [True, False], ids=["collector on", "collector off"])
+def test_the_collector_runs_while_probes_run_and_is_left_as_the_tick_found_it(
+    conn: sqlite3.Connection, db_path: str, local_server: LocalServer, collecting: bool
+) -> None:
+    """The command keeps Python's garbage collector off while a tick starts (cli/entry.py);
+    its probes run with it on, so that what they leave behind is collected, and a caller that
+    goes on after the tick finds it as it was, with nothing frozen out of its walks."""
+    seen: list[tuple[bool, int]] = []
+
+    async def ok(reader: object, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+        seen.append((gc.isenabled(), gc.get_freeze_count()))  # the server runs in this process
+        await send_response(writer, 200, "ok", method=method)
+
+    add(conn, local_server.url("/seen"))
+    local_server.route("/seen", ok)
+    was = gc.isenabled()
+    (gc.enable if collecting else gc.disable)()
+    try:
+        with freeze_time(NOON, real_asyncio=True):
+            report = run_tick(options(db_path))
+        after = (gc.isenabled(), gc.get_freeze_count())
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert report.summary is not None and report.summary.up == 1
+    assert len(seen) == 1 and seen[0][0] is True and seen[0][1] > 0
+    assert after == (collecting, 0)
 
 
 def test_a_tick_with_down_monitors_still_exits_0_and_json_reports_them(

@@ -4,6 +4,7 @@ database, reading durations and instants, and what `list` and `report` add to a 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, NoReturn, TypeVar
 
@@ -77,7 +78,7 @@ def warn_unset_references(monitor: str, *texts: object) -> None:
     """One line on stderr for each `${VAR}` that `texts` (a monitor's URL, headers, basic
     auth and body) refer to and this command's environment lacks. Not an error: the tick resolves them
     from its own environment (cron's), which may hold them; but said now, not found at the hour."""
-    names = dict.fromkeys(name for text in texts if isinstance(text, str) for name in ENV_REFERENCE.findall(text))
+    names = dict.fromkeys(name for text in texts if isinstance(text, str) for name in re.findall(ENV_REFERENCE, text))
     for name in names:
         if name not in os.environ:
             typer.echo(

@@ -19,7 +19,7 @@ from monitor_tick.core.records import NamedTuple
 DEFAULT = "default"  # the location of hosts without --location
 ALL = "all"  # a monitor's locations: every location a host ticked from in the last 7 days
 ALL_WINDOW_MS = 7 * 86_400_000
-_NAME = re.compile(r"[a-z0-9-]{1,32}")
+_NAME = r"[a-z0-9-]{1,32}"  # compiled on first use (re's cache): only --location and --locations
 
 DOWN, PARTIAL, UP = "down", "partial", "up"
 
@@ -30,7 +30,7 @@ class LocationError(ValueError):
 
 def check_name(name: str) -> str:
     """`name` when it is a location name: 1-32 characters of a-z, 0-9 and '-'."""
-    if not _NAME.fullmatch(name):
+    if not re.fullmatch(_NAME, name):
         raise LocationError(f"location {name!r} is not 1-32 characters of a-z, 0-9 and '-'")
     return name
 

@@ -61,7 +61,7 @@ def kept_references(text: str, where: str) -> str:
                 f"{where}: {match.group(0)} is not a reference monitor-tick can keep (${{NAME}}: letters, digits and _)"
             )
     written = "".join([*parts, text[end:]])
-    if len(ENV_REFERENCE.findall(written)) != kept:
+    if len(re.findall(ENV_REFERENCE, written)) != kept:
         raise channels.Unmapped(f"{where}: a literal ${{...}} ($${{...}}) would be read as a reference by monitor-tick")
     return written
 

@@ -227,7 +227,7 @@ def resolved(monitor: Monitor, env: Mapping[str, str] | None = None) -> Monitor:
     try:
         check_monitor(probed)
     except InvalidMonitor:
-        names = ", ".join(dict.fromkeys(ENV_REFERENCE.findall(monitor.url)))
+        names = ", ".join(dict.fromkeys(re.findall(ENV_REFERENCE, monitor.url)))
         raise request.UnresolvedReference(f"the url is not usable with {names} resolved (check their values)") from None
     return probed
 

@@ -150,7 +150,8 @@ class Kind(NamedTuple):
 
 
 MAX_CONDITION_CHARS = 120  # of one failed condition's cause; a check has at most six conditions
-_LINE_BREAKERS = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+# compiled on first use, by re's cache (re.sub(PATTERN, ...)): only a failed condition needs it
+_LINE_BREAKERS = "[\x00-\x1f\x7f-\x9f\u2028\u2029]"
 
 
 def failed_conditions(*causes: str | None) -> str | None:
@@ -163,5 +164,5 @@ def failed_conditions(*causes: str | None) -> str | None:
 
 
 def _one_short_line(cause: str) -> str:
-    cause = _LINE_BREAKERS.sub(lambda ch: f"\\u{ord(ch.group()):04x}", cause)
+    cause = re.sub(_LINE_BREAKERS, lambda ch: f"\\u{ord(ch.group()):04x}", cause)
     return cause if len(cause) <= MAX_CONDITION_CHARS else cause[: MAX_CONDITION_CHARS - 3] + "..."

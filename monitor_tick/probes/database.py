@@ -18,7 +18,6 @@ refusal).
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Callable, Mapping
 from urllib.parse import parse_qsl, unquote, urlsplit
 
@@ -140,6 +139,8 @@ def driver_check(module: str, package: str, extra: str) -> Callable[[], str | No
     its monitors (the driver is not installed), or None. Finds the module without importing it."""
 
     def missing() -> str | None:
+        import importlib.util  # only when a monitor of the kind is due: a tick of others never needs it
+
         if importlib.util.find_spec(module) is None:
             return f"{package} is not installed: pip install 'monitor-tick[{extra}]'"
         return None

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 DEFAULT_SOCKET = "/var/run/docker.sock"
 DEFAULT_TCP_PORT = 2375
 MAX_ANSWER_BYTES = 4 * 1024 * 1024  # an inspect answer is a few KiB; a larger one is not the Engine's
-NAME = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_.-]*")
+NAME = r"[a-zA-Z0-9][a-zA-Z0-9_.-]*"  # compiled on first use (re's cache): a tick of other kinds never needs it
 USAGE = "docker://NAME[?host=ENGINE]"  # ENGINE: unix:///path/docker.sock or tcp://host[:port]
 # the engine's defaults for a health check that does not set them (Docker's HEALTHCHECK reference)
 HEALTH_INTERVAL_NS = 30 * 10**9
@@ -177,7 +177,7 @@ def _failed(answer: Any, path: str | None) -> ProbeResult:
 
 def _check(monitor: Monitor) -> None:
     parts = urlsplit(monitor.url)
-    if not NAME.fullmatch(parts.netloc):
+    if not re.fullmatch(NAME, parts.netloc):
         raise InvalidMonitor("docker:// needs a container's name or id: letters, digits, _ . - (docker://NAME)")
     if parts.path or parts.fragment:
         raise InvalidMonitor("docker:// takes a container's name and ?host= only")

@@ -52,8 +52,9 @@ def with_user_agent(monitor: Monitor, agent: str | None) -> Monitor:
     return monitor._replace(headers=lines)
 
 
-# RFC 9110's token: what a header name may be made of
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+# RFC 9110's token: what a header name may be made of (compiled on first use, by re's cache:
+# only monitors with --header need it)
+_TOKEN = r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$"
 # set by curl from the URL and the body: a second copy would make the request ambiguous
 _RESERVED = frozenset({"host", "content-length", "transfer-encoding", "connection"})
 
@@ -82,7 +83,7 @@ def resolve(
             raise UnresolvedReference(f"environment variable {name} holds a character {carrier} cannot carry")
         return encode(found)
 
-    return ENV_REFERENCE.sub(value, text)
+    return re.sub(ENV_REFERENCE, value, text)
 
 
 def hide_values(text: str, monitor: Monitor, env: Mapping[str, str] | None = None) -> str:
@@ -97,7 +98,7 @@ def hide_values(text: str, monitor: Monitor, env: Mapping[str, str] | None = Non
     start, userinfo, _, rest = split_authority(monitor.url)  # the host: no secret
     for setting in (start + userinfo + rest, monitor.headers, monitor.basic_auth, monitor.body):
         if setting and "${" in setting:
-            for name in ENV_REFERENCE.findall(setting):
+            for name in re.findall(ENV_REFERENCE, setting):
                 if env.get(name):
                     names[env[name]] = name
     for found in sorted(names, key=len, reverse=True):  # a value inside another is hidden with it
@@ -312,7 +313,7 @@ def _check_headers(monitor: Monitor) -> None:
     for line in monitor.headers.split("\n"):
         name, colon, value = line.partition(":")
         name = name.strip()
-        if not colon or not _TOKEN.match(name):
+        if not colon or not re.match(_TOKEN, name):
             raise InvalidMonitor("--header must be 'Name: value' with a name of letters, digits and -")
         if line_breaker(value):
             raise InvalidMonitor(f"--header {name}: the value contains a character a header cannot carry")

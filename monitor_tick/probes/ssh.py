@@ -28,7 +28,7 @@ DEFAULT_PORT = 22
 MAX_LINES_BEFORE = 1024  # lines a server may send before its identification (OpenSSH's limit)
 IDENTIFICATION = f"SSH-2.0-monitor_tick_{__version__}\r\n".encode("ascii")
 _SSH_2 = ("2.0", "1.99")
-_VERSION = re.compile(rb"SSH-([0-9.]{1,10})-")
+_VERSION = rb"SSH-([0-9.]{1,10})-"  # compiled on first use (re's cache): a tick of other kinds never needs it
 
 
 class BannerError(Exception):
@@ -74,7 +74,7 @@ async def _identification(reader: asyncio.StreamReader, lines: list[bytes]) -> N
             raise BannerError("connection closed")
         lines.append(line)
         if line.startswith(b"SSH-"):
-            version = _VERSION.match(line)
+            version = re.match(_VERSION, line)
             if version is None:
                 raise BannerError("not an SSH server")
             if version[1].decode("ascii") not in _SSH_2:

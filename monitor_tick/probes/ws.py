@@ -20,7 +20,6 @@ only when a ws:// monitor is probed, and its connect is given the address the gu
 from __future__ import annotations
 
 import functools
-import importlib.util
 import re
 import time
 from urllib.parse import urlsplit
@@ -47,7 +46,8 @@ EXTRA = "monitor-tick[ws]"
 NORMAL_CLOSURE = 1000
 ABNORMAL_CLOSURE = 1006  # no close frame came (RFC 6455 7.1.5)
 # websockets' words for a status line of another HTTP version: "... expected HTTP/1.1: HTTP/1.0 200 OK"
-_OLDER_HTTP = re.compile(r"expected HTTP/1\.1: HTTP/([0-9](?:\.[0-9])?) ([1-5][0-9][0-9])\b")
+# compiled on first use (re's cache): a tick of other kinds never needs it
+_OLDER_HTTP = r"expected HTTP/1\.1: HTTP/([0-9](?:\.[0-9])?) ([1-5][0-9][0-9])\b"
 
 
 async def probe_ws(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
@@ -107,7 +107,7 @@ def _unanswered_cause(exc: BaseException) -> str:
     status, as a refusal), or something else speaks there."""
     if isinstance(exc.__cause__, EOFError | ConnectionError):
         return "ws: connection closed"
-    older = _OLDER_HTTP.search(str(exc.__cause__))
+    older = re.search(_OLDER_HTTP, str(exc.__cause__))
     if older is not None:
         return f"ws: status {older[2]} (HTTP/{older[1]}, no upgrade)"
     return "ws: not an HTTP answer"
@@ -141,6 +141,8 @@ def _check(monitor: Monitor) -> None:
 @functools.cache
 def available() -> str | None:
     """None when the websockets library is installed; else why ws:// cannot be probed here."""
+    import importlib.util  # only when a ws:// monitor is due: a tick of other kinds never needs it
+
     if importlib.util.find_spec("websockets") is None:
         return f"ws:// needs the websockets library: pip install '{EXTRA}'"
     return None

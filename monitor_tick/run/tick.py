@@ -9,7 +9,9 @@ what was due in any of them once.
 from __future__ import annotations
 
 import functools
+import gc
 import time
+from collections.abc import Coroutine
 from types import ModuleType
 
 from monitor_tick import store
@@ -151,15 +153,15 @@ def run_tick(options: TickOptions) -> TickReport:
         elif options.force is False and fleet:
             # shares of the minute, claimed while probes run (run/shares.py)
             asyncio, shares = event_loop()[0], _shares()
-            rounds = asyncio.run(
-                shares.probe_minute(run, free, options, probe_budget_s(run, options, time.perf_counter()))
+            rounds = _probing(
+                asyncio, shares.probe_minute(run, free, options, probe_budget_s(run, options, time.perf_counter()))
             )
         else:
             rounds = [_round(run, free, options, None)]
         if here:  # this host's location's shares of its monitors with locations
             asyncio, shares = event_loop()[0], _shares()
             budget_s = probe_budget_s(run, options, time.perf_counter())
-            rounds += asyncio.run(shares.probe_minute(run, here, options, budget_s, located=True))
+            rounds += _probing(asyncio, shares.probe_minute(run, here, options, budget_s, located=True))
         if fleet and store.locations.has_open_minutes(conn):  # any host's tick closes minutes left open
             rounds.append(_closing(store.locations.close_minutes(conn, minute, now_ms)))
         if fleet:  # and what its canary said, when it had checks to ask it about
@@ -282,7 +284,23 @@ def _probe(
     # asyncio's own loop, not uvloop: uvloop resolves names on libuv's pool of 4 threads, which
     # would bring back the slow-resolver queue that DaemonThreads removes: one resolver that hangs
     # would hold back the names of every check queued behind it
-    return asyncio.run(main())
+    return _probing(asyncio, main())
+
+
+def _probing(asyncio: ModuleType, probing: Coroutine[Any, Any, Any]) -> Any:
+    """asyncio.run(probing), with the garbage collector on (the command keeps it off while a
+    tick starts: cli/entry.py) and what was made before frozen out of its walks: it lives as long
+    as the tick, so the collector looks only at what probes leave behind (a check's exceptions,
+    its buffers). Both undone at the end, for a caller that goes on after the tick."""
+    enabled = gc.isenabled()
+    gc.freeze()
+    gc.enable()
+    try:
+        return asyncio.run(probing)
+    finally:
+        gc.unfreeze()
+        if not enabled:
+            gc.disable()
 
 
 # ---------------------------------------------------------------------------------------------
