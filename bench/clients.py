@@ -165,8 +165,8 @@ def table(
     httpx = median(ms["httpx"]) if "httpx" in ms else None
     bare_python = median(imports[""][0])
     lines = [
-        "| client | CPU per check | to the bare loop | to httpx | import CPU | import peak RSS |",
-        "|---|---|---|---|---|---|",
+        "| client | CPU per check | to the bare loop | to httpx | import: CPU, peak RSS |",
+        "|---|---|---|---|---|",
     ]
     for client in clients:
         per_check = median(ms[client.key])
@@ -174,10 +174,12 @@ def table(
         to_httpx = f"{per_check / httpx:.2f}x" if httpx else "-"
         lines.append(
             f"| {client.label} | {per_check_cell(ms[client.key])} | {per_check / bare:.2f}x | {to_httpx} "
-            f"| {median(cpu):.0f} ms (+{median(cpu) - bare_python:.0f}) | {median(rss):.1f} MB |"
+            f"| {median(cpu):.0f} ms (+{median(cpu) - bare_python:.0f}), {median(rss):.1f} MB |"
         )
     cpu, rss = imports[""]
-    lines.append(f"| (the interpreter alone: `python -c pass`) | | | | {median(cpu):.0f} ms | {median(rss):.1f} MB |")
+    lines.append(f"| (the interpreter alone: `python -c pass`) | | | | {median(cpu):.0f} ms, {median(rss):.1f} MB |")
+    lines.append("")
+    lines.extend(f"import of {client.key}: python -c {client.imports!r}" for client in clients)
     return lines
 
 
