@@ -1,8 +1,9 @@
 """Figure 12 of bench/run.py: the engine's cost. The CPU per check of a tick's probes (3,000
 plain checks to the lean server, bench/server.py, 50 at a time; no database) beside a bare
 pycurl multi loop sending the same requests with curl's own select loop, in one run. Also shown:
-that bare loop in a thread of its own (what a large fleet could move to), and the tick's probes
-of the same server by name, each with its lookup in a thread."""
+that bare loop in a thread of its own (what a large fleet could move to), the tick's probes of
+the same server by name, each with its lookup in a thread, and the fan-out and engine with a
+probe that only sends its request (the rest is the HTTP probe's own work)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ import time
 
 from common import CONCURRENCY, Figure, lean_server, median  # bench/common.py
 
-from monitor_tick.core.model import Monitor
+from monitor_tick.core.model import Monitor, ProbeResult
+from monitor_tick.probes import PROBES, ProbeContext
 from monitor_tick.run import tick as run_tick_module
 from monitor_tick.run.rounds import TickOptions
 
@@ -32,6 +34,31 @@ def tick_probes(urls: list[str]) -> float:
     spent = time.process_time() - started
     assert all(r.status == "up" for r in results), {r.cause for r in results if r.status != "up"}
     return spent
+
+
+async def _send_only(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
+    """A probe that only sends its request on the tick's engine and reads the answer, judging
+    nothing: what the fan-out and the engine cost without the HTTP probe's own work."""
+    import pycurl
+
+    assert ctx.engine is not None
+    handle = pycurl.Curl()
+    for option, value in ((pycurl.URL, monitor.url), (pycurl.FRESH_CONNECT, 1), (pycurl.FORBID_REUSE, 1)):
+        handle.setopt(option, value)
+    handle.setopt(pycurl.NOSIGNAL, 1)
+    handle.setopt(pycurl.WRITEFUNCTION, lambda data: None)
+    code = await ctx.engine.perform(handle)
+    return ProbeResult("up" if code == 0 else "down", 0, handle.getinfo(pycurl.RESPONSE_CODE))
+
+
+def send_only_probes(urls: list[str]) -> float:
+    """tick_probes with the HTTP kind's probe replaced by _send_only, for this call."""
+    http = PROBES["http"]
+    PROBES["http"] = http._replace(probe=_send_only)
+    try:
+        return tick_probes(urls)
+    finally:
+        PROBES["http"] = http
 
 
 def bare_curl(urls: list[str]) -> float:
@@ -92,7 +119,7 @@ def bare_curl_in_a_thread(urls: list[str]) -> float:
 
 
 def engine_cost() -> Figure:
-    ms_per_check: dict[str, list[float]] = {"tick": [], "bare": [], "thread": [], "named": []}
+    ms_per_check: dict[str, list[float]] = {"tick": [], "bare": [], "thread": [], "named": [], "send": []}
     with lean_server() as port:
         urls = [f"http://127.0.0.1:{port}/?m={n}" for n in range(CHECKS)]
         # the same server by name (/etc/hosts): each check's lookup runs in a thread, as most
@@ -105,7 +132,8 @@ def engine_cost() -> Figure:
             ms_per_check["bare"].append(bare_curl(urls) * 1000 / CHECKS)
             ms_per_check["thread"].append(bare_curl_in_a_thread(urls) * 1000 / CHECKS)
             ms_per_check["named"].append(tick_probes(named) * 1000 / CHECKS)
-    tick, bare, thread, by_name = (median(ms_per_check[k]) for k in ("tick", "bare", "thread", "named"))
+            ms_per_check["send"].append(send_only_probes(urls) * 1000 / CHECKS)
+    tick, bare, thread, by_name, send = (median(ms_per_check[k]) for k in ("tick", "bare", "thread", "named", "send"))
     ratio = tick / bare
     return Figure(
         12,
@@ -120,10 +148,12 @@ def engine_cost() -> Figure:
             f"curl's own loop in a thread of its own: {thread:.3f} ms/check = {thread / bare:.2f}x the bare loop",
             f"the tick's probes of the same server by name (localhost, a lookup each): {by_name:.3f} ms/check "
             f"= {by_name / bare:.2f}x the bare loop",
-            "rounds (tick, bare, thread, by name) ms/check: "
+            f"the fan-out and engine with a probe that only sends its request: {send:.3f} ms/check = "
+            f"{send / bare:.2f}x the bare loop (so the HTTP probe's own work: {tick - send:.3f} ms)",
+            "rounds (tick, bare, thread, by name, send only) ms/check: "
             + "; ".join(
-                f"{a:.3f} {b:.3f} {c:.3f} {d:.3f}"
-                for a, b, c, d in zip(*(ms_per_check[k] for k in ("tick", "bare", "thread", "named")), strict=True)
+                " ".join(f"{v:.3f}" for v in values)
+                for values in zip(*(ms_per_check[k] for k in ("tick", "bare", "thread", "named", "send")), strict=True)
             ),
         ],
     )
