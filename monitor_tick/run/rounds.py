@@ -291,7 +291,8 @@ def canary_monitor(
 ) -> Monitor | None:
     """The network canary (a setting) to probe, only when some check failed at network level
     and there is time for it (`timeout_s`)."""
-    if timeout_s < MIN_PHASE_S or not any(_alert_policy().is_network_failure(r) for r in results):
+    is_network_failure = _alert_policy().is_network_failure
+    if timeout_s < MIN_PHASE_S or not any(is_network_failure(r) for r in results):
         return None
     # this host's own canary, else the one every host shares
     url = store.get_setting(conn, store.canary_setting(options.host_name))
