@@ -156,8 +156,8 @@ def prepare(run: Run, rows: list[dict[str, Any]], buckets: Any, location: str = 
     good, bad = split_rows(rows)
     # a monitor this machine or environment cannot probe is a configuration error, said hourly
     usable, refused = probes_module().split_usable(good) if good else ([], [])
-    # checks from a named location say so; the default location's send what they send (an idle
-    # tick imports no probes)
+    # checks from a named location say so in their User-Agent; the default location's keep
+    # theirs (an idle tick imports no probes)
     agent = probes_module().request.location_user_agent(location) if usable else None
     if agent is not None:
         with_user_agent = probes_module().request.with_user_agent
@@ -182,9 +182,11 @@ def sort_out(run: Run, share: Share, probes: list[ProbeResult], options: TickOpt
     """Sort out the probes of `share` (reads the canary's setting when one is needed)."""
     results = [CheckResult.of(m.id, p) for m, p in zip(share.usable, probes, strict=True)]
     # a probe stopped by this machine's configuration (a socket it may not open) records nothing
-    is_not_here = probes_module().is_not_here
-    refused = share.refused + [(r.monitor_id, r.cause or "") for r in results if is_not_here(r.cause)]
-    results = [r for r in results if not is_not_here(r.cause)]
+    refused = list(share.refused)
+    if results:  # (an idle tick imports no probes)
+        is_not_here = probes_module().is_not_here
+        refused += [(r.monitor_id, r.cause or "") for r in results if is_not_here(r.cause)]
+        results = [r for r in results if not is_not_here(r.cause)]
     if options.guard is not None:
         results, guard_refused = _set_refusals_aside(results)
         refused += guard_refused
