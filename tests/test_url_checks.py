@@ -5,6 +5,7 @@ percent-encoding ends up where the parser looks for a host and a port)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import sqlite3
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 import trustme
 
-from monitor_tick.core import clock
+from monitor_tick.core import clock, urls
 from monitor_tick.core.model import InvalidMonitor
 from monitor_tick.probes import new_monitor
 from monitor_tick.probes.postgresql import USAGE as PG_USAGE
@@ -122,6 +123,24 @@ def test_http_urls_are_refused_as_an_http_client_would_refuse_them(url: str, cau
     with pytest.raises(InvalidMonitor) as refused:
         new_monitor(url=url, given={}, name=None, interval_sec=60, aligned=False)
     assert str(refused.value) == cause
+
+
+# octets around every edge of the address rule: leading zeros, 255 and 256, four digits
+_OCTETS = ["0", "00", "01", "007", "9", "10", "09", "99", "100", "199", "200", "249", "250", "255", "256", "260", "300"]
+_OCTETS += ["999", "0255", "1000"]
+
+
+@pytest.mark.parametrize("first", _OCTETS)
+def test_a_host_that_looks_like_an_ipv4_address_is_one_exactly_when_ipaddress_reads_one(first: str) -> None:
+    for rest in _OCTETS:
+        for host in (f"{first}.{rest}.1.2", f"1.{first}.2.{rest}", f"{rest}.3.{first}.4", f"5.6.{rest}.{first}"):
+            try:
+                ipaddress.IPv4Address(host)
+            except ValueError:
+                with pytest.raises(InvalidMonitor, match="^url is not valid: its host looks like an IPv4 address"):
+                    urls.http_host(urls.split(f"http://{host}/"))
+            else:
+                assert urls.http_host(urls.split(f"http://{host}:81/")) == host
 
 
 @pytest.mark.parametrize(

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     Status = Literal["up", "down", "unknown"]
 
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+DEFAULT_EXPECT = "200-399"  # the statuses an HTTP check accepts unless --expect says otherwise
 # The largest --timeout: 5 s under the tick's 30 s probe budget, so a probe that starts late
 # (behind others holding their slots, fanout.probe_all) still ends as `timeout`, never cut off.
 MAX_TIMEOUT_S = 25.0
@@ -53,7 +54,7 @@ class Monitor(NamedTuple):
     effective_interval_sec: int
     aligned: bool = False
     method: str = "GET"
-    expect_status: str = "200-399"
+    expect_status: str = DEFAULT_EXPECT
     keyword: str | None = None
     timeout_s: float = 10.0
     retries: int = 1
@@ -224,6 +225,8 @@ def expiry_text(expires_at_ms: int, now_ms: int) -> str:
 
 def parse_expect(text: str) -> list[tuple[int, int]]:
     """'200-399' or '200,204,301-302' -> inclusive ranges. Raises InvalidMonitor."""
+    if text == DEFAULT_EXPECT:  # most monitors': read for each due row, and again by its check
+        return [(200, 399)]
     ranges: list[tuple[int, int]] = []
     if not isinstance(text, str):  # a file's `expect_status = 200`
         raise InvalidMonitor(f'expected status must be text, e.g. "200" or "200-299,418" (got {text!r})')

@@ -32,7 +32,6 @@ from urllib.parse import quote
 
 from monitor_tick.core import urls
 from monitor_tick.core.model import (
-    COMMON_SETTINGS,
     MAX_NAME_CHARS,
     MAX_TIMEOUT_S,
     OPTION_FLAGS,
@@ -93,7 +92,11 @@ KIND_OF_SCHEME: dict[str, str] = {scheme: kind.name for kind in KINDS for scheme
 
 _WHITESPACE = re.compile(r"\s")
 _MONITOR_DEFAULTS = Monitor._field_defaults
-_ROW_SETTINGS = (*COMMON_SETTINGS, *OPTIONS)  # the columns monitor_from_row reads
+# the columns monitor_from_row reads: every field of Monitor's, by the same name
+_FIELDS = Monitor._fields
+_ID, _EFFECTIVE, _ALIGNED, _PRIVATE, _TIMEOUT = map(
+    _FIELDS.index, ("id", "effective_interval_sec", "aligned", "private", "timeout_s")
+)
 
 
 def kind_of_url(url: str) -> str:
@@ -198,22 +201,21 @@ def monitor_from_row(row: Mapping[str, Any]) -> Monitor:
         raise InvalidMonitor(f"owner {row.get('owner_id')!r} does not exist")
     if row.get("plan_missing"):
         raise InvalidMonitor(f"the plan of owner {row.get('owner_id')!r} does not exist")
-    timeout_s = row.get("timeout_s")
+    # the fields in Monitor's order, each its column's value (None for a column the row lacks);
+    # built as a list, checked, then converted in place: a tick makes one of these a due row
+    values = list(map(row.get, _FIELDS))
+    values[_ID] = int(row["id"])
+    values[_EFFECTIVE] = row["effective_interval_sec"]  # a number once the interval is checked
+    timeout_s = values[_TIMEOUT]
     if isinstance(timeout_s, int | float) and MAX_TIMEOUT_S < timeout_s <= STORED_MAX_TIMEOUT_S:
-        row = {**row, "timeout_s": MAX_TIMEOUT_S}  # an older version's timeout: see model.MAX_TIMEOUT_S
-    monitor = Monitor(
-        id=int(row["id"]),
-        effective_interval_sec=row["effective_interval_sec"],  # a number once the interval is checked
-        **{setting: row.get(setting) for setting in _ROW_SETTINGS},
-    )
-    check_monitor(monitor)
+        values[_TIMEOUT] = MAX_TIMEOUT_S  # an older version's timeout: see model.MAX_TIMEOUT_S
+    check_monitor(Monitor._make(values))
     # the checked values in their own types
-    return monitor._replace(
-        effective_interval_sec=int(monitor.effective_interval_sec),
-        aligned=bool(monitor.aligned),
-        private=bool(monitor.private),
-        timeout_s=float(monitor.timeout_s),
-    )
+    values[_EFFECTIVE] = int(values[_EFFECTIVE])
+    values[_ALIGNED] = bool(values[_ALIGNED])
+    values[_PRIVATE] = bool(values[_PRIVATE])
+    values[_TIMEOUT] = float(values[_TIMEOUT])
+    return Monitor._make(values)
 
 
 def resolved(monitor: Monitor, env: Mapping[str, str] | None = None) -> Monitor:

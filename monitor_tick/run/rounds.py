@@ -88,9 +88,10 @@ def split_rows(rows: list[dict[str, Any]]) -> tuple[list[Monitor], list[tuple[in
     bad: list[tuple[int, str]] = []
     if not rows:
         return good, bad
+    monitor_from_row = probes_module().monitor_from_row
     for row in rows:
         try:
-            good.append(probes_module().monitor_from_row(row))
+            good.append(monitor_from_row(row))
         except (InvalidMonitor, TypeError, ValueError, KeyError) as exc:
             bad.append((int(row["id"]), f"invalid monitor: {exc}"))
     return good, bad
@@ -155,9 +156,12 @@ def prepare(run: Run, rows: list[dict[str, Any]], buckets: Any, location: str = 
     good, bad = split_rows(rows)
     # a monitor this machine or environment cannot probe is a configuration error, said hourly
     usable, refused = probes_module().split_usable(good) if good else ([], [])
-    if usable:  # checks from a named location say so (an idle tick imports no probes)
-        agent = probes_module().request.location_user_agent(location)
-        usable = [probes_module().request.with_user_agent(m, agent) for m in usable]
+    # checks from a named location say so in their User-Agent; the default location's keep
+    # theirs (an idle tick imports no probes)
+    agent = probes_module().request.location_user_agent(location) if usable else None
+    if agent is not None:
+        with_user_agent = probes_module().request.with_user_agent
+        usable = [with_user_agent(m, agent) for m in usable]
     recent = store.recent_rollups(run.conn, [m.id for m in usable]) if usable else {}
     created_ms = {int(row["id"]): int(row["created_at_ms"]) for row in rows}
     return Share(buckets, created_ms, good, bad, usable, refused, recent, read_for_kinds(run.conn, usable))
@@ -178,8 +182,11 @@ def sort_out(run: Run, share: Share, probes: list[ProbeResult], options: TickOpt
     """Sort out the probes of `share` (reads the canary's setting when one is needed)."""
     results = [CheckResult.of(m.id, p) for m, p in zip(share.usable, probes, strict=True)]
     # a probe stopped by this machine's configuration (a socket it may not open) records nothing
-    refused = share.refused + [(r.monitor_id, r.cause or "") for r in results if probes_module().is_not_here(r.cause)]
-    results = [r for r in results if not probes_module().is_not_here(r.cause)]
+    refused = list(share.refused)
+    if results:  # (an idle tick imports no probes)
+        is_not_here = probes_module().is_not_here
+        refused += [(r.monitor_id, r.cause or "") for r in results if is_not_here(r.cause)]
+        results = [r for r in results if not is_not_here(r.cause)]
     if options.guard is not None:
         results, guard_refused = _set_refusals_aside(results)
         refused += guard_refused
@@ -286,7 +293,8 @@ def canary_monitor(
 ) -> Monitor | None:
     """The network canary (a setting) to probe, only when some check failed at network level
     and there is time for it (`timeout_s`)."""
-    if timeout_s < MIN_PHASE_S or not any(_alert_policy().is_network_failure(r) for r in results):
+    is_network_failure = _alert_policy().is_network_failure
+    if timeout_s < MIN_PHASE_S or not any(is_network_failure(r) for r in results):
         return None
     # this host's own canary, else the one every host shares
     url = store.get_setting(conn, store.canary_setting(options.host_name))

@@ -77,10 +77,27 @@ RETURNING monitor_id, last_check_ms
 """
 
 
+# SQLite: _UPSERT_ROLLUP for executemany, its values in order (monitor_id, hour_start_ms,
+# failures, latency_ms, latency_min, latency_max, at_ms, cert_expires_at_ms, phases), and the
+# counted hours read back after it (`?`: the hour, then the monitors' ids as a JSON array)
+_COUNT_CHECK = f"""
+INSERT INTO {_ROLLUP_COLUMNS}
+VALUES (?, ?, 1, ?, ?, ?, ?, ?, ?, ?)
+{_ROLLUP_COUNTED}
+"""
+_COUNTED = (
+    "SELECT monitor_id, last_check_ms FROM rollups "
+    "WHERE hour_start_ms = ? AND monitor_id IN (SELECT value FROM json_each(?))"
+)
+
+
 def _count_checks(conn: Connection, hour_ms: int, at_ms: int, decided: list[CheckResult]) -> dict[int, int]:
     """Count each decided check in its monitor's hour (one check a monitor): monitor id -> the
-    hour's last_check_ms after it. On PostgreSQL in one statement; SQLite's statements are calls
-    inside this process, so it runs one a check."""
+    hour's last_check_ms after it. On PostgreSQL in one statement; on SQLite, whose statements
+    are calls inside this process, in one executemany of the upsert, and the hours' last checks
+    read back in one query (executemany returns no rows)."""
+    if not decided:
+        return {}
     latencies = [r.latency_ms if r.status == "up" else None for r in decided]  # averages of up checks
     if conn.engine != "sqlite":
         params = {
@@ -92,22 +109,26 @@ def _count_checks(conn: Connection, hour_ms: int, at_ms: int, decided: list[Chec
             "certs_ms": [r.cert_expires_at_ms for r in decided],
             "phases": [_phases_text(r) for r in decided],
         }
-        return {int(m): int(last) for m, last in conn.execute(_UPSERT_ROLLUPS, params).fetchall()} if decided else {}
-    counted = {}
-    for result, latency in zip(decided, latencies, strict=True):
-        params = {
-            "monitor_id": result.monitor_id,
-            "hour_start_ms": hour_ms,
-            "failures": 0 if result.status == "up" else 1,
-            "latency_ms": latency or 0,
-            "latency_min": latency,
-            "latency_max": latency,
-            "at_ms": at_ms,
-            "cert_expires_at_ms": result.cert_expires_at_ms,
-            "phases": _phases_text(result),
-        }
-        counted[result.monitor_id] = conn.execute(_UPSERT_ROLLUP, params).fetchone()[0]
-    return counted
+        return {int(m): int(last) for m, last in conn.execute(_UPSERT_ROLLUPS, params).fetchall()}
+    conn.executemany(
+        _COUNT_CHECK,
+        [
+            (
+                result.monitor_id,
+                hour_ms,
+                0 if result.status == "up" else 1,
+                latency or 0,
+                latency,
+                latency,
+                at_ms,
+                result.cert_expires_at_ms,
+                _phases_text(result),
+            )
+            for result, latency in zip(decided, latencies, strict=True)
+        ],
+    )
+    ids = to_json([r.monitor_id for r in decided])
+    return {int(m): int(last) for m, last in conn.execute(_COUNTED, (hour_ms, ids))}
 
 
 def _phases_text(result: CheckResult) -> str | None:
