@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -166,6 +168,31 @@ def test_the_deadline_is_the_whole_checks_not_each_redirects(db_path: str, local
     result = tick_check(db_path, local_server.url("/slow-hop/first"), timeout_s=1.0)
     assert recorded(result) == ("down", None, None, "timeout")
     assert local_server.hits["/slow-hop/first"] == 1 and local_server.hits["/slow-hop/last"] == 1
+
+
+def test_a_slow_lookup_counts_against_the_checks_deadline(
+    db_path: str, local_server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A resolver that takes 0.6 s, then an answer 0.6 s later, under a 1 s timeout: a timeout,
+    never up after 1.2 s (the lookup's time is not given to curl again)."""
+    real = socket.getaddrinfo
+
+    def slow_resolver(host: object, *args: object, **kwargs: object) -> object:
+        if host == "slow.test":
+            time.sleep(0.6)  # the resolver's own delay, in the lookup's thread
+            return real("127.0.0.1", *args, **kwargs)  # type: ignore[arg-type]
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow_resolver)
+
+    async def late(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, path: str, method: str) -> None:
+        await asyncio.sleep(0.6)
+        await send_response(writer, 200, "ok", method=method)
+
+    local_server.route("/late", late)
+    result = tick_check(db_path, local_server.url("/late").replace("127.0.0.1", "slow.test"), timeout_s=1.0)
+    assert recorded(result) == ("down", None, None, "timeout")
+    assert local_server.hits["/late"] == 1
 
 
 def test_every_condition_the_answer_fails_is_named(db_path: str, local_server: LocalServer) -> None:

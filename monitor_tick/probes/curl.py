@@ -203,6 +203,8 @@ def phases_ms(answer: Exchange, looked_up_ms: float, total_ms: int) -> Phases:
 # ---------------------------------------------------------------------------------------------
 # One exchange: a request on a connection of its own, and what came back.
 
+TIMED_OUT = 28  # CURLE_OPERATION_TIMEDOUT: the transfer's timeout, a check's deadline, passed
+
 # curl's result codes -> a check's cause: the one table of them. A code not here is a
 # "protocol error". 7 (no connection) says "connect refused" when the last address was refused
 # (cause_of); 35 (handshake failed) says the server does not speak TLS when it sent no TLS

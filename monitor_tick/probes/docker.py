@@ -74,7 +74,6 @@ def engine_of(monitor: Monitor) -> tuple[str | None, str, int]:
 
 
 async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
-    import asyncio
     import json
 
     assert ctx.engine is not None
@@ -83,32 +82,37 @@ async def probe_docker(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     if path is not None and ctx.guard is not None:
         return ProbeResult("down", None, None, f"docker: {BLOCKED}unix sockets")  # set aside by the tick
     start = time.perf_counter()
+    deadline = start + monitor.timeout_s
     answer = curl.Exchange()
     try:
-        async with asyncio.timeout(monitor.timeout_s):
-            if path is None:  # looked up, and guarded under --block-private, as HTTP checks are
-                pinned = pin(host, port, await lookup(host, port, ctx.guard, monitor.timeout_s))
-                url = f"http://{f'[{host}]' if ':' in host else host}:{port}/containers/{name}/json"
-            else:
-                pinned, url = [], f"http://docker/containers/{name}/json"
-            sent = curl.Request(
-                url,
-                "GET",
-                [],
-                None,
-                pinned=pinned,
-                proxy="",
-                trust={},
-                keep=MAX_ANSWER_BYTES,
-                read_body=lambda status, location: True,
-                unix_socket=path,
-                timeout_s=monitor.timeout_s,
-            )
-            await curl.exchange(ctx.engine, sent, answer)
-    except TimeoutError:
+        if path is None:  # looked up, and guarded under --block-private, as HTTP checks are
+            pinned = pin(host, port, await lookup(host, port, ctx.guard, deadline))
+            url = f"http://{f'[{host}]' if ':' in host else host}:{port}/containers/{name}/json"
+        else:
+            pinned, url = [], f"http://docker/containers/{name}/json"
+        left_s = deadline - time.perf_counter()
+        if left_s <= 0:
+            raise TimeoutError
+        sent = curl.Request(
+            url,
+            "GET",
+            [],
+            None,
+            pinned=pinned,
+            proxy="",
+            trust={},
+            keep=MAX_ANSWER_BYTES,
+            read_body=lambda status, location: True,
+            unix_socket=path,
+            timeout_s=left_s,  # the check's deadline, as curl's own timeout (code 28)
+        )
+        await curl.exchange(ctx.engine, sent, answer)
+    except TimeoutError:  # the deadline passed in the lookup
         return ProbeResult("down", None, None, "docker: timeout")
     except Refused as exc:
         return ProbeResult("down", None, None, prefixed("docker", str(exc)))
+    if answer.code == curl.TIMED_OUT:  # the check's deadline: one cause, however far the answer came
+        return ProbeResult("down", None, None, "docker: timeout")
     if answer.cause is not None:
         return _failed(answer, path)
     latency_ms = elapsed_ms(start, time.perf_counter())

@@ -7,12 +7,12 @@ judged as for tls:// monitors on the final response's connection). What the requ
 (method, headers, basic auth, body, its own CA or none) is request.py's.
 
 Every request goes through libcurl (curl.py), on a connection of its own. Names are looked up
-here, in a daemon thread each (run/fanout.DaemonThreads), checked against --block-private, and
+here, in daemon threads (run/fanout.DaemonThreads), checked against --block-private, and
 pinned for curl; so redirects are followed here, each hop's host looked up and pinned alike.
 The whole check -- lookups, connects, redirects, the body -- runs under one deadline: a lookup
 waits for what is left of it under `asyncio.timeout`, and each hop's transfer is given what is
-left of it as curl's own timeout (curl times its transfers on the tick's loop already, so a
-check sets no timer of its own for them).
+left of it after its lookups as curl's own timeout (curl times its transfers on the tick's loop
+already, so a check sets no timer of its own for them).
 Every failure a remote end can cause becomes a `down` result with a short cause (curl.CAUSES).
 """
 
@@ -70,10 +70,8 @@ async def probe_http(monitor: Monitor, ctx: ProbeContext) -> ProbeResult:
     try:
         for hop in range(MAX_REDIRECTS + 1):
             answer = curl.Exchange()
-            sent = await _request(url, method, headers, body, ctx, monitor, read_body, deadline - time.perf_counter())
+            sent = await _request(url, method, headers, body, ctx, monitor, read_body, deadline)
             looked_up = time.perf_counter()
-            if looked_up >= deadline:
-                raise TimeoutError
             await curl.exchange(ctx.engine, sent, answer)  # curl's code 28 when the deadline passes
             if answer.cause is not None:
                 return ProbeResult("down", None, answer.status or None, answer.cause)
@@ -113,13 +111,13 @@ async def _request(
     ctx: ProbeContext,
     monitor: Monitor,
     read_body: object,
-    left_s: float,
+    deadline: float,
 ) -> curl.Request:
     """One hop's request: its host looked up (and checked by the tick's guard) and pinned, its
     proxy (from the environment) looked up and pinned, and for https its trust (the CA bundle:
-    a tick of plain HTTP checks never reads one); `left_s`, what is left of the check's
-    deadline, bounds the lookup and is the transfer's timeout. Raises Refused, and TimeoutError
-    when a lookup outlasts the deadline."""
+    a tick of plain HTTP checks never reads one). The check's `deadline` (a perf_counter time)
+    bounds the lookup, and what is left of it after the lookup is the transfer's timeout.
+    Raises Refused, and TimeoutError when the deadline has passed."""
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     if scheme not in DEFAULT_PORTS:
@@ -136,14 +134,17 @@ async def _request(
         proxy_parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
         proxy_host = proxy_parts.hostname or ""
         proxy_port = proxy_parts.port or 1080
-        pinned += pin(proxy_host, proxy_port, await lookup(proxy_host, proxy_port, None, left_s))
+        pinned += pin(proxy_host, proxy_port, await lookup(proxy_host, proxy_port, None, deadline))
     else:
-        pinned += pin(host, port, await lookup(host, port, ctx.guard, left_s))
+        pinned += pin(host, port, await lookup(host, port, ctx.guard, deadline))
     if host != parts.hostname:  # an IDNA name: curl is handed its ASCII form
         netloc = parts.netloc.rpartition("@")[0] + ("@" if "@" in parts.netloc else "")
         netloc += f"[{host}]" if ":" in host else host
         netloc += f":{parts.port}" if parts.port else ""
         url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+    left_s = deadline - time.perf_counter()
+    if left_s <= 0:
+        raise TimeoutError
     lines = [f"{name}: {value}" for name, value in headers.items()]
     keep = MAX_BODY_BYTES if keeps_body(monitor) else 0
     return curl.Request(
@@ -170,11 +171,12 @@ def pin(host: str, port: int, addresses: list[str]) -> list[str]:
     return [f"{host}:{port}:{shown}"]
 
 
-async def lookup(host: str, port: int, guard: AddressGuard | None, left_s: float) -> list[str]:
+async def lookup(host: str, port: int, guard: AddressGuard | None, deadline: float) -> list[str]:
     """The addresses of `host`, in the resolver's order, from a daemon thread (the loop's
-    default executor: fanout.DaemonThreads), waited for at most `left_s`. Raises Refused: 'dns'
-    when it has none, the guard's cause when any of them is blocked (a name that also resolves
-    to a private address); TimeoutError when the resolver outlasts `left_s`."""
+    default executor: fanout.DaemonThreads), waited for until `deadline` (a perf_counter time).
+    Raises Refused: 'dns' when it has none, the guard's cause when any of them is blocked (a
+    name that also resolves to a private address); TimeoutError when the resolver outlasts the
+    deadline."""
     import asyncio
 
     name = host.strip("[]")
@@ -183,7 +185,7 @@ async def lookup(host: str, port: int, guard: AddressGuard | None, left_s: float
         _guarded(guard, [literal])
         return [name]
     try:
-        async with asyncio.timeout(left_s):
+        async with asyncio.timeout(deadline - time.perf_counter()):
             infos = await asyncio.get_running_loop().getaddrinfo(name, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
         raise Refused("dns") from None
