@@ -91,7 +91,7 @@ async def probe_minute(
     order claimed. `located`: shares of this host's location's work (its monitors with
     locations, store.locations), which only hosts of that location share."""
     loop = asyncio.get_running_loop()
-    # DNS lookups: a daemon thread each (see fanout.DaemonThreads)
+    # DNS lookups: on daemon threads, never one behind another (see fanout.DaemonThreads)
     loop.set_default_executor(fanout.DaemonThreads())
     db = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="monitor-tick-db")
 

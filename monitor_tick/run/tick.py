@@ -262,8 +262,9 @@ def _probe(
     asyncio, fanout = event_loop()
 
     async def main() -> list[ProbeResult]:
-        # DNS lookups run in the default executor: a thread each (see DaemonThreads), so a slow
-        # resolver makes each probe wait for its own lookup only, and a stuck one never holds the tick.
+        # DNS lookups run in the default executor, never one behind another (see DaemonThreads): a
+        # slow resolver makes each probe wait for its own lookup only, and a stuck one never holds
+        # the tick.
         asyncio.get_running_loop().set_default_executor(fanout.DaemonThreads())
         order = fanout.start_order(monitors, recent or {}, clock.minute_of_ms(now_ms))
         ctx = probe_context(options, now_ms, loaded)
@@ -292,13 +293,15 @@ def _probing(asyncio: ModuleType, probing: Coroutine[Any, Any, Any]) -> Any:
     tick starts: cli/entry.py) and what was made before frozen out of its walks: it lives as long
     as the tick, so the collector looks only at what probes leave behind (a check's exceptions,
     its buffers). Both undone at the end, for a caller that goes on after the tick."""
-    enabled = gc.isenabled()
-    gc.freeze()
+    enabled, frozen = gc.isenabled(), gc.get_freeze_count() > 0  # frozen: by a caller, left so
+    if not frozen:
+        gc.freeze()
     gc.enable()
     try:
         return asyncio.run(probing)
     finally:
-        gc.unfreeze()
+        if not frozen:
+            gc.unfreeze()
         if not enabled:
             gc.disable()
 
