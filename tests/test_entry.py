@@ -372,3 +372,6 @@ def test_the_command_ends_a_tick_with_all_it_printed_and_its_exit_code(
     # run with stderr closed (Python has no sys.stderr then), its exit code is still the tick's
     closed = [MONITOR_TICK, "--db", db_path, "--retry-delay", "soon"]
     assert subprocess.run(["sh", "-c", '"$@" 2>&-', "sh", *closed], capture_output=True, timeout=60).returncode == 2
+    # and with stdout closed (no sys.stdout), a tick ends with its own exit code too
+    ended = subprocess.run(["sh", "-c", '"$@" >&-', "sh", *closed], capture_output=True, text=True, timeout=60)
+    assert (ended.returncode, ended.stderr) == (2, refused)

@@ -208,7 +208,8 @@ def stdout_reader_may_leave() -> Iterator[None]:
         try:
             yield
         finally:
-            sys.stdout.flush()
+            if sys.stdout is not None:  # None: started with stdout closed
+                sys.stdout.flush()
     except BrokenPipeError:
         # nothing buffered may try again at exit (the recipe of Python's `signal` documentation)
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
